@@ -10,7 +10,6 @@ MODULE_big = idem_gate
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 DATA_built = idem_gate--1.0.sql
 PG_CPPFLAGS = -I$(srcdir)/src
-SHLIB_LINK_INTERNAL = $(libpq)
 
 # pg_regress suites: every sql/*.sql, in name order.
 REGRESS = $(sort $(basename $(notdir $(wildcard sql/*.sql))))

@@ -1,0 +1,1035 @@
+/*-------------------------------------------------------------------------
+ *
+ * claim.c
+ *	  The claim state machine: idem_claim, idem_claim_ex, idem_heartbeat,
+ *	  idem_complete, idem_fail, idem_resolve and idem_status.
+ *
+ * Every function works on one row of idem_gate.claims through prepared SPI
+ * plans.  Atomicity comes from PostgreSQL itself:
+ *
+ * - a new key is inserted with INSERT ... ON CONFLICT DO NOTHING, so of any
+ *   number of concurrent first claims exactly one inserts and the others
+ *   wait for it and then see its row;
+ * - every other grant (retry of a failed_retryable row, takeover of a stale
+ *   processing row) is an UPDATE that re-checks the token it read, the
+ *   state and the staleness in its WHERE clause, so under READ COMMITTED
+ *   the re-check after a concurrent update lets exactly one caller win;
+ * - a caller that loses such a race reads the row again and answers from
+ *   what it sees.
+ *
+ * Duplicates of completed, in-flight or needs_review claims are answered
+ * from a plain read: they write nothing, not even WAL.
+ *
+ * The functions run their SQL as the owner of the function (normally the
+ * superuser who created the extension), the way referential-integrity
+ * triggers act as the table owner: clients need EXECUTE on the API, not
+ * privileges on the table, so no client can forge a completed row.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_enum.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "idem_gate.h"
+#include "stats.h"
+
+/* States and outcomes, in the order of the SQL enum labels. */
+typedef enum IgState
+{
+	IG_PROCESSING,
+	IG_COMPLETED,
+	IG_FAILED_RETRYABLE,
+	IG_NEEDS_REVIEW,
+	IG_NUM_STATES
+} IgState;
+
+static const char *const ig_state_names[IG_NUM_STATES] = {
+	"processing", "completed", "failed_retryable", "needs_review"
+};
+
+static const char *const ig_outcome_names[IG_NUM_OUTCOMES] = {
+	"new", "in_flight", "completed", "stale_taken", "needs_review"
+};
+
+/*
+ * Enum label OIDs, looked up once per backend and again only if the type's
+ * OID changes (the extension was dropped and created again).
+ */
+typedef struct IgEnumCache
+{
+	Oid			typoid;
+	Oid			labels[IG_NUM_OUTCOMES];
+} IgEnumCache;
+
+static IgEnumCache ig_state_cache;
+static IgEnumCache ig_outcome_cache;
+
+/* The prepared plans, kept for the life of the backend. */
+typedef enum IgPlanId
+{
+	IG_PLAN_PROBE,
+	IG_PLAN_INSERT,
+	IG_PLAN_RETRY,
+	IG_PLAN_TAKEOVER,
+	IG_PLAN_HEARTBEAT,
+	IG_PLAN_COMPLETE,
+	IG_PLAN_FAIL,
+	IG_PLAN_RESOLVE,
+	IG_PLAN_STATUS,
+	IG_NUM_PLANS
+} IgPlanId;
+
+typedef struct IgPlanDef
+{
+	const char *sql;
+	int			nargs;
+	Oid			argtypes[6];
+} IgPlanDef;
+
+/*
+ * The SQL of every plan.  Everything is schema-qualified, operators
+ * included, so that a caller's search_path can never change what runs.
+ * A row's timestamps never go backwards, even if the clock does:
+ * GREATEST(now(), updated_at) keeps the CHECK constraints true.
+ */
+#define IG_WHERE_KEY \
+	" WHERE c.workflow OPERATOR(pg_catalog.=) $1 AND c.key OPERATOR(pg_catalog.=) $2"
+#define IG_NOW_OR_LATER \
+	"GREATEST(pg_catalog.now(), c.updated_at)"
+#define IG_NEXT_TOKEN \
+	"pg_catalog.nextval('idem_gate.token_seq'::pg_catalog.regclass)"
+#define IG_RETURNING \
+	" RETURNING c.state, c.token, c.attempt, c.claimed_at"
+
+static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
+	[IG_PLAN_PROBE] = {
+		"SELECT c.state, c.token, c.attempt, c.claimed_at, c.updated_at,"
+		" c.execution_id, c.fingerprint, c.result"
+		" FROM idem_gate.claims c" IG_WHERE_KEY,
+		2, {TEXTOID, TEXTOID}
+	},
+	[IG_PLAN_INSERT] = {
+		"INSERT INTO idem_gate.claims AS c (workflow, key, state, attempt,"
+		" token, execution_id, fingerprint, created_at, claimed_at, updated_at)"
+		" VALUES ($1, $2, 'processing', 1, " IG_NEXT_TOKEN ", $3, $4,"
+		" pg_catalog.now(), pg_catalog.now(), pg_catalog.now())"
+		" ON CONFLICT (workflow, key) DO NOTHING" IG_RETURNING,
+		4, {TEXTOID, TEXTOID, TEXTOID, TEXTOID}
+	},
+	[IG_PLAN_RETRY] = {
+		"UPDATE idem_gate.claims c SET state = 'processing',"
+		" attempt = c.attempt OPERATOR(pg_catalog.+) 1, token = " IG_NEXT_TOKEN ","
+		" execution_id = $3, fingerprint = COALESCE(c.fingerprint, $4),"
+		" claimed_at = " IG_NOW_OR_LATER ", updated_at = " IG_NOW_OR_LATER
+		IG_WHERE_KEY
+		" AND c.state OPERATOR(pg_catalog.=) 'failed_retryable'"
+		" AND c.token OPERATOR(pg_catalog.=) $5" IG_RETURNING,
+		5, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID}
+	},
+	[IG_PLAN_TAKEOVER] = {
+		"UPDATE idem_gate.claims c SET"
+		" attempt = c.attempt OPERATOR(pg_catalog.+) 1, token = " IG_NEXT_TOKEN ","
+		" execution_id = $3, fingerprint = COALESCE(c.fingerprint, $4),"
+		" claimed_at = " IG_NOW_OR_LATER ", updated_at = " IG_NOW_OR_LATER
+		IG_WHERE_KEY
+		" AND c.state OPERATOR(pg_catalog.=) 'processing'"
+		" AND c.token OPERATOR(pg_catalog.=) $5"
+		" AND c.updated_at OPERATOR(pg_catalog.<=) $6" IG_RETURNING,
+		6, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID}
+	},
+	[IG_PLAN_HEARTBEAT] = {
+		"UPDATE idem_gate.claims c SET updated_at = " IG_NOW_OR_LATER
+		IG_WHERE_KEY
+		" AND c.state OPERATOR(pg_catalog.=) 'processing'"
+		" AND c.token OPERATOR(pg_catalog.=) $3" IG_RETURNING,
+		3, {TEXTOID, TEXTOID, INT8OID}
+	},
+	[IG_PLAN_COMPLETE] = {
+		"UPDATE idem_gate.claims c SET state = 'completed', result = $4,"
+		" completed_at = " IG_NOW_OR_LATER ", updated_at = " IG_NOW_OR_LATER
+		IG_WHERE_KEY
+		" AND c.state OPERATOR(pg_catalog.=) 'processing'"
+		" AND ($3 IS NULL OR c.token OPERATOR(pg_catalog.=) $3)" IG_RETURNING,
+		4, {TEXTOID, TEXTOID, INT8OID, JSONBOID}
+	},
+	[IG_PLAN_FAIL] = {
+		"UPDATE idem_gate.claims c SET state = CASE WHEN $5"
+		" THEN 'failed_retryable'::idem_gate.state"
+		" ELSE 'needs_review'::idem_gate.state END,"
+		" last_error = $4, updated_at = " IG_NOW_OR_LATER
+		IG_WHERE_KEY
+		" AND c.state OPERATOR(pg_catalog.=) 'processing'"
+		" AND ($3 IS NULL OR c.token OPERATOR(pg_catalog.=) $3)" IG_RETURNING,
+		5, {TEXTOID, TEXTOID, INT8OID, TEXTOID, BOOLOID}
+	},
+	[IG_PLAN_RESOLVE] = {
+		"UPDATE idem_gate.claims c SET state = CASE WHEN $3"
+		" THEN 'completed'::idem_gate.state"
+		" ELSE 'failed_retryable'::idem_gate.state END,"
+		" result = CASE WHEN $3 THEN $4 END,"
+		" completed_at = CASE WHEN $3 THEN " IG_NOW_OR_LATER " END,"
+		" updated_at = " IG_NOW_OR_LATER
+		IG_WHERE_KEY
+		" AND (c.state OPERATOR(pg_catalog.=) 'processing'"
+		" OR c.state OPERATOR(pg_catalog.=) 'needs_review')" IG_RETURNING,
+		4, {TEXTOID, TEXTOID, BOOLOID, JSONBOID}
+	},
+	[IG_PLAN_STATUS] = {
+		"SELECT c FROM idem_gate.claims c" IG_WHERE_KEY,
+		2, {TEXTOID, TEXTOID}
+	},
+};
+
+static SPIPlanPtr ig_plans[IG_NUM_PLANS];
+
+/* The row as read by IG_PLAN_PROBE (or the RETURNING of a write). */
+typedef struct IgRow
+{
+	bool		found;
+	IgState		state;
+	int64		token;
+	int32		attempt;
+	TimestampTz claimed_at;
+	TimestampTz updated_at;
+	char	   *execution_id;	/* NULL if null; valid until ig_end() */
+	char	   *fingerprint;	/* likewise */
+	bool		result_isnull;
+	Datum		result;			/* in SPI memory until ig_result_copy() */
+} IgRow;
+
+/* What each API function sets up and tears down. */
+typedef struct IgCall
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	MemoryContext callcxt;		/* the caller's context, for results */
+	Datum		workflow;
+	Datum		key;
+	const char *workflow_str;	/* for messages */
+	const char *key_str;
+} IgCall;
+
+
+/*
+ * Make a value printable in a message: long keys are cut, so that an error
+ * about a 255-character key stays readable.
+ */
+char *
+idem_display(const char *s)
+{
+	int			len = strlen(s);
+	int			clip;
+
+	if (pg_mbstrlen_with_len(s, len) <= IDEM_DISPLAY_CHARS)
+		return pstrdup(s);
+	clip = pg_mbcharcliplen(s, len, IDEM_DISPLAY_CHARS - 3);
+	return psprintf("%.*s...", clip, s);
+}
+
+/*
+ * Check a key or workflow argument: present, not empty, not longer than
+ * idem_gate.max_key_length characters.  The limit keeps index entries far
+ * below btree's size limit and makes a payload-as-key mistake loud.
+ */
+static Datum
+ig_check_name(FunctionCallInfo fcinfo, int argno, const char *what,
+			  const char **str)
+{
+	text	   *t;
+	int			bytes;
+	int			chars;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", what),
+				 errhint(strcmp(what, "key") == 0 ?
+						 "Pass the event's identity, such as the provider's event id, or derive one with idem_hash()." :
+						 "Pass the name of the side effect the key protects, such as 'stripe_charge'.")));
+
+	t = PG_GETARG_TEXT_PP(argno);
+	bytes = VARSIZE_ANY_EXHDR(t);
+	*str = text_to_cstring(t);
+
+	if (bytes == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be empty", what),
+				 errhint(strcmp(what, "key") == 0 ?
+						 "An empty key would make every delivery without an id one event; refuse such deliveries before claiming." :
+						 "Pass the name of the side effect the key protects, such as 'stripe_charge'.")));
+
+	if (bytes > idem_max_key_length)
+	{
+		chars = pg_mbstrlen_with_len(VARDATA_ANY(t), bytes);
+		if (chars > idem_max_key_length)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s \"%s\" is too long", what, idem_display(*str)),
+					 errdetail("It has %d characters; idem_gate.max_key_length is %d.",
+							   chars, idem_max_key_length),
+					 errhint("Derive a shorter key, for example with idem_hash(), or raise idem_gate.max_key_length.")));
+	}
+
+	return PointerGetDatum(t);
+}
+
+/*
+ * A token argument that must be given (idem_heartbeat).
+ */
+static int64
+ig_check_required_token(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("token must not be null"),
+				 errhint("Pass the token returned by idem_claim_ex() for this claim.")));
+	return PG_GETARG_INT64(argno);
+}
+
+/*
+ * Load the label OIDs of one of our enum types, once per type OID.
+ */
+static void
+ig_enum_load(IgEnumCache *cache, Oid typoid, const char *const *names, int n)
+{
+	Oid			labels[IG_NUM_OUTCOMES];
+
+	if (cache->typoid == typoid)
+		return;
+
+	for (int i = 0; i < n; i++)
+	{
+		labels[i] = GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
+									ObjectIdGetDatum(typoid),
+									CStringGetDatum(names[i]));
+		if (!OidIsValid(labels[i]))
+			elog(ERROR, "type %s has no label \"%s\"",
+				 format_type_be(typoid), names[i]);
+	}
+	memcpy(cache->labels, labels, sizeof(Oid) * n);
+	cache->typoid = typoid;
+}
+
+/*
+ * The OID of one of idem_gate's types, for when the call site does not
+ * tell us (a function called without an expression tree).
+ */
+static Oid
+ig_type_oid(const char *name)
+{
+	Oid			nsp = get_namespace_oid("idem_gate", false);
+
+	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+						   CStringGetDatum(name), ObjectIdGetDatum(nsp));
+}
+
+/* Enum datum of a state, for a result of type idem_gate.state. */
+static Datum
+ig_state_datum(Oid typoid, IgState state)
+{
+	ig_enum_load(&ig_state_cache, typoid, ig_state_names, IG_NUM_STATES);
+	return ObjectIdGetDatum(ig_state_cache.labels[state]);
+}
+
+/* Enum datum of an outcome, for a result of type idem_gate.outcome. */
+static Datum
+ig_outcome_datum(Oid typoid, IgOutcome outcome)
+{
+	ig_enum_load(&ig_outcome_cache, typoid, ig_outcome_names, IG_NUM_OUTCOMES);
+	return ObjectIdGetDatum(ig_outcome_cache.labels[outcome]);
+}
+
+/* Decode a state read from the table. */
+static IgState
+ig_state_from_datum(Oid typoid, Datum d)
+{
+	ig_enum_load(&ig_state_cache, typoid, ig_state_names, IG_NUM_STATES);
+	for (int i = 0; i < IG_NUM_STATES; i++)
+		if (ig_state_cache.labels[i] == DatumGetObjectId(d))
+			return (IgState) i;
+	elog(ERROR, "unrecognized idem_gate.state value %u", DatumGetObjectId(d));
+	return IG_PROCESSING;		/* keep compiler quiet */
+}
+
+/*
+ * Start an API call: check the key and workflow, refuse writes in a
+ * read-only transaction (and so on a standby) with PostgreSQL's own error,
+ * act as the function's owner, connect to SPI.
+ */
+static void
+ig_begin(FunctionCallInfo fcinfo, IgCall *call, const char *fname, bool writes)
+{
+	HeapTuple	proctup;
+	Oid			owner;
+
+	call->key = ig_check_name(fcinfo, 0, "key", &call->key_str);
+	call->workflow = ig_check_name(fcinfo, 1, "workflow", &call->workflow_str);
+
+	if (writes)
+		PreventCommandIfReadOnly(fname);
+
+	proctup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
+	if (!HeapTupleIsValid(proctup))
+		elog(ERROR, "cache lookup failed for function %u",
+			 fcinfo->flinfo->fn_oid);
+	owner = ((Form_pg_proc) GETSTRUCT(proctup))->proowner;
+	ReleaseSysCache(proctup);
+
+	call->callcxt = CurrentMemoryContext;
+	GetUserIdAndSecContext(&call->save_userid, &call->save_sec_context);
+	SetUserIdAndSecContext(owner, call->save_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+/* Finish an API call: disconnect from SPI and become the caller again. */
+static void
+ig_end(IgCall *call)
+{
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+	SetUserIdAndSecContext(call->save_userid, call->save_sec_context);
+}
+
+/*
+ * Run one of the plans.  Prepared on first use and kept: the SQL text is
+ * fully qualified, so a plan re-analyzed after DROP/CREATE EXTENSION still
+ * means the same thing.
+ */
+static int
+ig_exec(IgPlanId id, Datum *values, const char *nulls)
+{
+	int			rc;
+
+	if (ig_plans[id] == NULL)
+	{
+		const IgPlanDef *def = &ig_plan_defs[id];
+		SPIPlanPtr	plan;
+
+		plan = SPI_prepare(def->sql, def->nargs, (Oid *) def->argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+				 def->sql, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		ig_plans[id] = plan;
+	}
+
+	rc = SPI_execute_plan(ig_plans[id], values, nulls, false, 0);
+	if (rc < 0)
+		elog(ERROR, "idem_gate query failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed > 1)
+		elog(ERROR, "idem_gate query returned " UINT64_FORMAT " rows",
+			 SPI_processed);
+	return SPI_processed;
+}
+
+/*
+ * Read the first row of the last result into *row.  The columns common to
+ * every result come first: state, token, attempt, claimed_at; the probe
+ * adds updated_at, execution_id, fingerprint and result.
+ */
+static void
+ig_read_row(IgRow *row)
+{
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	HeapTuple	tup = SPI_tuptable->vals[0];
+	bool		isnull;
+	Datum		d;
+
+	memset(row, 0, sizeof(*row));
+	row->found = true;
+	d = SPI_getbinval(tup, desc, 1, &isnull);
+	row->state = ig_state_from_datum(SPI_gettypeid(desc, 1), d);
+	row->token = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+	row->attempt = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+	row->claimed_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
+	row->result_isnull = true;
+	if (desc->natts < 8)
+		return;
+
+	row->updated_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+	row->execution_id = SPI_getvalue(tup, desc, 6);
+	row->fingerprint = SPI_getvalue(tup, desc, 7);
+	row->result = SPI_getbinval(tup, desc, 8, &row->result_isnull);
+}
+
+/* Read the row of (workflow, key) as it is now; found = false if none. */
+static void
+ig_probe(IgCall *call, IgRow *row)
+{
+	Datum		values[2] = {call->workflow, call->key};
+
+	if (ig_exec(IG_PLAN_PROBE, values, NULL) == 0)
+	{
+		memset(row, 0, sizeof(*row));
+		row->found = false;
+		return;
+	}
+	ig_read_row(row);
+}
+
+/* Copy a stored receipt out of SPI memory into the caller's context. */
+static Datum
+ig_result_copy(IgCall *call, IgRow *row)
+{
+	MemoryContext old = MemoryContextSwitchTo(call->callcxt);
+	Datum		copy = PointerGetDatum(DatumGetJsonbPCopy(row->result));
+
+	MemoryContextSwitchTo(old);
+	return copy;
+}
+
+/* Raise the "no claim exists" error. */
+static void
+ig_error_no_claim(IgCall *call, const char *verb)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NO_DATA_FOUND),
+			 errmsg("cannot %s key \"%s\" in workflow \"%s\": no claim exists",
+					verb, idem_display(call->key_str),
+					idem_display(call->workflow_str)),
+			 errhint("Claim the key with idem_claim() or idem_claim_ex() first; completed and failed claims are deleted once their retention has passed.")));
+}
+
+/*
+ * Raise the "stale token" error: the caller's run lost its claim to a
+ * takeover, so it must not record an outcome.
+ */
+static void
+ig_error_stale_token(IgCall *call, int64 token, IgRow *row)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("token " INT64_FORMAT " no longer owns key \"%s\" in workflow \"%s\"",
+					token, idem_display(call->key_str),
+					idem_display(call->workflow_str)),
+			 errdetail("The claim was taken over: it is now %s under token " INT64_FORMAT ", attempt %d.",
+					   ig_state_names[row->state], row->token, row->attempt),
+			 errhint("Another run owns this event now; this run must not record an outcome for it.")));
+}
+
+/*
+ * Raise the "transition not allowed" error, with a hint that fits the
+ * state the claim is in.
+ */
+static void
+ig_error_state(IgCall *call, const char *verb, IgRow *row)
+{
+	const char *hint;
+
+	switch (row->state)
+	{
+		case IG_COMPLETED:
+			hint = "A completed claim is final; idem_status() shows its receipt.";
+			break;
+		case IG_NEEDS_REVIEW:
+			hint = "Decide the outcome with idem_resolve(key, workflow, 'completed') or idem_resolve(key, workflow, 'retry').";
+			break;
+		case IG_FAILED_RETRYABLE:
+			hint = "Claim the key again with idem_claim() or idem_claim_ex() before recording an outcome.";
+			break;
+		default:
+			hint = "Only needs_review and processing claims can be resolved.";
+			break;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot %s key \"%s\" in workflow \"%s\": the claim is %s",
+					verb, idem_display(call->key_str),
+					idem_display(call->workflow_str),
+					ig_state_names[row->state]),
+			 errhint("%s", hint)));
+}
+
+/* The result of one claim. */
+typedef struct IgClaimResult
+{
+	IgOutcome	outcome;
+	IgRow		row;
+	bool		granted;		/* the caller owns the token */
+	Datum		result;			/* receipt, in the caller's context */
+} IgClaimResult;
+
+/*
+ * The state machine of idem_claim and idem_claim_ex.  Reads the row, then
+ * either answers from it or attempts the one write that its state allows;
+ * a write that finds the row changed under it starts over.
+ */
+static void
+ig_claim(FunctionCallInfo fcinfo, const char *fname, IgClaimResult *res)
+{
+	IgCall		call;
+	Interval   *stale = NULL;
+	TimestampTz cutoff = 0;
+	Datum		execution_id = (Datum) 0;
+	Datum		fingerprint = (Datum) 0;
+	const char *execution_str = NULL;
+	const char *fingerprint_str = NULL;
+	bool		has_exec = false;
+	bool		has_fp = false;
+
+	/* stale_interval: NULL never takes over; otherwise it must be positive */
+	if (!PG_ARGISNULL(2))
+	{
+		Interval	zero;
+
+		stale = PG_GETARG_INTERVAL_P(2);
+		memset(&zero, 0, sizeof(zero));
+		if (DatumGetBool(DirectFunctionCall2(interval_le,
+											 IntervalPGetDatum(stale),
+											 IntervalPGetDatum(&zero))))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("stale_interval must be positive, not \"%s\"",
+							DatumGetCString(DirectFunctionCall1(interval_out,
+																IntervalPGetDatum(stale)))),
+					 errhint("Pass NULL to never take over a claim, or a positive interval longer than the side effect can take, such as '15 minutes'.")));
+		cutoff = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
+														 TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()),
+														 IntervalPGetDatum(stale)));
+	}
+	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
+	{
+		fingerprint = PG_GETARG_DATUM(3);
+		fingerprint_str = TextDatumGetCString(fingerprint);
+		has_fp = true;
+	}
+	if (PG_NARGS() > 4 && !PG_ARGISNULL(4))
+	{
+		execution_id = PG_GETARG_DATUM(4);
+		execution_str = TextDatumGetCString(execution_id);
+		has_exec = true;
+	}
+
+	ig_begin(fcinfo, &call, fname, true);
+
+	for (;;)
+	{
+		IgRow	   *row = &res->row;
+		Datum		values[6];
+		char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+
+		CHECK_FOR_INTERRUPTS();
+
+		values[0] = call.workflow;
+		values[1] = call.key;
+		values[2] = execution_id;
+		nulls[2] = has_exec ? ' ' : 'n';
+		values[3] = fingerprint;
+		nulls[3] = has_fp ? ' ' : 'n';
+
+		ig_probe(&call, row);
+
+		if (!row->found)
+		{
+			/* first claim: exactly one concurrent inserter wins */
+			if (ig_exec(IG_PLAN_INSERT, values, nulls) == 0)
+				continue;
+			ig_read_row(row);
+			res->outcome = IG_OUTCOME_NEW;
+			res->granted = true;
+			break;
+		}
+
+		if (has_fp && row->fingerprint != NULL &&
+			strcmp(row->fingerprint, fingerprint_str) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_IDEM_FINGERPRINT_MISMATCH),
+					 errmsg("fingerprint mismatch for key \"%s\" in workflow \"%s\"",
+							idem_display(call.key_str),
+							idem_display(call.workflow_str)),
+					 errdetail("The key was first claimed with fingerprint \"%s\"; this call gives \"%s\".",
+							   idem_display(row->fingerprint),
+							   idem_display(fingerprint_str)),
+					 errhint("The same key was reused for a different payload: check the sender's event ids, or derive the key from the payload with idem_hash().")));
+
+		if (row->state == IG_COMPLETED)
+		{
+			res->outcome = IG_OUTCOME_COMPLETED;
+			if (!row->result_isnull)
+				res->result = ig_result_copy(&call, row);
+			break;
+		}
+		if (row->state == IG_NEEDS_REVIEW)
+		{
+			res->outcome = IG_OUTCOME_NEEDS_REVIEW;
+			break;
+		}
+		if (row->state == IG_FAILED_RETRYABLE)
+		{
+			/* a retry after a clean failure is a new attempt */
+			values[4] = Int64GetDatum(row->token);
+			if (ig_exec(IG_PLAN_RETRY, values, nulls) == 0)
+				continue;
+			ig_read_row(row);
+			res->outcome = IG_OUTCOME_NEW;
+			res->granted = true;
+			break;
+		}
+
+		/* processing */
+		if (has_exec && row->execution_id != NULL &&
+			strcmp(row->execution_id, execution_str) == 0)
+		{
+			/* the owning run came back: same token, nothing changes */
+			res->outcome = IG_OUTCOME_NEW;
+			res->granted = true;
+			break;
+		}
+		if (stale != NULL && row->updated_at <= cutoff)
+		{
+			values[4] = Int64GetDatum(row->token);
+			values[5] = TimestampTzGetDatum(cutoff);
+			if (ig_exec(IG_PLAN_TAKEOVER, values, nulls) == 0)
+				continue;
+			ig_read_row(row);
+			res->outcome = IG_OUTCOME_STALE_TAKEN;
+			res->granted = true;
+			break;
+		}
+		res->outcome = IG_OUTCOME_IN_FLIGHT;
+		break;
+	}
+
+	/* pointers into SPI memory die here */
+	res->row.execution_id = NULL;
+	res->row.fingerprint = NULL;
+	ig_end(&call);
+
+	idem_stats_count_outcome(res->outcome);
+}
+
+/*
+ * idem_claim(key, workflow, stale_interval): the outcome only.
+ */
+PG_FUNCTION_INFO_V1(idem_claim);
+
+Datum
+idem_claim(PG_FUNCTION_ARGS)
+{
+	IgClaimResult res;
+	Oid			rettype;
+
+	memset(&res, 0, sizeof(res));
+	ig_claim(fcinfo, "idem_claim()", &res);
+
+	rettype = get_fn_expr_rettype(fcinfo->flinfo);
+	if (!OidIsValid(rettype))
+		rettype = ig_type_oid("outcome");
+	PG_RETURN_DATUM(ig_outcome_datum(rettype, res.outcome));
+}
+
+/*
+ * idem_claim_ex(key, workflow, stale_interval, fingerprint, execution_id):
+ * one row of flat columns.  The token is returned only to the run that
+ * owns the claim, so a duplicate delivery cannot complete someone else's.
+ */
+PG_FUNCTION_INFO_V1(idem_claim_ex);
+
+Datum
+idem_claim_ex(PG_FUNCTION_ARGS)
+{
+	IgClaimResult res;
+	TupleDesc	tupdesc;
+	Datum		values[6];
+	bool		nulls[6] = {false, false, false, false, false, false};
+
+	/* the result descriptor is built once per call site */
+	tupdesc = (TupleDesc) fcinfo->flinfo->fn_extra;
+	if (tupdesc == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+
+		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		tupdesc = BlessTupleDesc(CreateTupleDescCopy(tupdesc));
+		fcinfo->flinfo->fn_extra = tupdesc;
+		MemoryContextSwitchTo(old);
+	}
+
+	memset(&res, 0, sizeof(res));
+	ig_claim(fcinfo, "idem_claim_ex()", &res);
+
+	values[0] = ig_outcome_datum(TupleDescAttr(tupdesc, 0)->atttypid, res.outcome);
+	values[1] = Int64GetDatum(res.row.token);
+	nulls[1] = !res.granted;
+	values[2] = Int32GetDatum(res.row.attempt);
+	values[3] = ig_state_datum(TupleDescAttr(tupdesc, 3)->atttypid, res.row.state);
+	values[4] = res.result;
+	nulls[4] = (res.result == (Datum) 0);
+	values[5] = TimestampTzGetDatum(res.row.claimed_at);
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * idem_heartbeat(key, workflow, token): a long side effect keeps its claim
+ * fresh so that no stale takeover happens; false tells the run it has lost
+ * the claim and must stop.
+ */
+PG_FUNCTION_INFO_V1(idem_heartbeat);
+
+Datum
+idem_heartbeat(PG_FUNCTION_ARGS)
+{
+	IgCall		call;
+	IgRow		row;
+	int64		token;
+	Datum		values[3];
+	bool		owns;
+
+	token = ig_check_required_token(fcinfo, 2);
+	ig_begin(fcinfo, &call, "idem_heartbeat()", true);
+
+	values[0] = call.workflow;
+	values[1] = call.key;
+	values[2] = Int64GetDatum(token);
+	owns = ig_exec(IG_PLAN_HEARTBEAT, values, NULL) == 1;
+	if (!owns)
+	{
+		ig_probe(&call, &row);
+		if (!row.found)
+			ig_error_no_claim(&call, "heartbeat");
+	}
+
+	ig_end(&call);
+	PG_RETURN_BOOL(owns);
+}
+
+/*
+ * idem_complete(key, workflow, token, result): the side effect happened;
+ * store its receipt.  Completing again with the same token (or none) is
+ * harmless, so a retried completion call never fails a workflow.
+ */
+PG_FUNCTION_INFO_V1(idem_complete);
+
+Datum
+idem_complete(PG_FUNCTION_ARGS)
+{
+	IgCall		call;
+	IgRow		row;
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	bool		has_token = !PG_ARGISNULL(2);
+	int64		token = has_token ? PG_GETARG_INT64(2) : 0;
+
+	ig_begin(fcinfo, &call, "idem_complete()", true);
+
+	values[0] = call.workflow;
+	values[1] = call.key;
+	values[2] = Int64GetDatum(token);
+	nulls[2] = has_token ? ' ' : 'n';
+	values[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+
+		if (ig_exec(IG_PLAN_COMPLETE, values, nulls) == 1)
+			break;
+
+		ig_probe(&call, &row);
+		if (!row.found)
+			ig_error_no_claim(&call, "complete");
+		if (has_token && row.token != token)
+			ig_error_stale_token(&call, token, &row);
+		if (row.state == IG_COMPLETED)
+			break;				/* a retried completion */
+		if (row.state != IG_PROCESSING)
+			ig_error_state(&call, "complete", &row);
+		/* processing again (retried in between): try once more */
+	}
+
+	ig_end(&call);
+	idem_stats_count(IG_STAT_COMPLETIONS);
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * idem_fail(key, workflow, token, error, retryable): the run failed.
+ * retryable means "before any side effect": the next claim may run it
+ * again.  Otherwise the side effect may have happened and a person decides.
+ */
+PG_FUNCTION_INFO_V1(idem_fail);
+
+Datum
+idem_fail(PG_FUNCTION_ARGS)
+{
+	IgCall		call;
+	IgRow		row;
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	bool		has_token = !PG_ARGISNULL(2);
+	int64		token = has_token ? PG_GETARG_INT64(2) : 0;
+	bool		retryable = PG_ARGISNULL(4) ? false : PG_GETARG_BOOL(4);
+	Oid			rettype;
+
+	ig_begin(fcinfo, &call, "idem_fail()", true);
+
+	values[0] = call.workflow;
+	values[1] = call.key;
+	values[2] = Int64GetDatum(token);
+	nulls[2] = has_token ? ' ' : 'n';
+	values[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
+	values[4] = BoolGetDatum(retryable);
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+
+		if (ig_exec(IG_PLAN_FAIL, values, nulls) == 1)
+		{
+			ig_read_row(&row);
+			break;
+		}
+
+		ig_probe(&call, &row);
+		if (!row.found)
+			ig_error_no_claim(&call, "fail");
+		if (has_token && row.token != token)
+			ig_error_stale_token(&call, token, &row);
+		if (row.state != IG_PROCESSING)
+			ig_error_state(&call, "fail", &row);
+	}
+
+	ig_end(&call);
+	idem_stats_count(retryable ? IG_STAT_FAILS_RETRYABLE : IG_STAT_FAILS_REVIEW);
+
+	rettype = get_fn_expr_rettype(fcinfo->flinfo);
+	if (!OidIsValid(rettype))
+		rettype = ig_type_oid("state");
+	PG_RETURN_DATUM(ig_state_datum(rettype, row.state));
+}
+
+/*
+ * idem_resolve(key, workflow, resolution, result): an operator's decision
+ * about a claim whose side effect may or may not have happened.
+ */
+PG_FUNCTION_INFO_V1(idem_resolve);
+
+Datum
+idem_resolve(PG_FUNCTION_ARGS)
+{
+	IgCall		call;
+	IgRow		row;
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	char	   *resolution;
+	bool		complete;
+	Oid			rettype;
+
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("resolution must not be null"),
+				 errhint("Use 'completed' if the side effect happened, 'retry' if it did not.")));
+	resolution = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	if (strcmp(resolution, "completed") == 0)
+		complete = true;
+	else if (strcmp(resolution, "retry") == 0)
+		complete = false;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown resolution \"%s\"", idem_display(resolution)),
+				 errhint("Use 'completed' if the side effect happened, 'retry' if it did not.")));
+	if (!complete && !PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("resolution \"retry\" takes no result"),
+				 errhint("A receipt is stored only with resolution 'completed'.")));
+
+	ig_begin(fcinfo, &call, "idem_resolve()", true);
+
+	values[0] = call.workflow;
+	values[1] = call.key;
+	values[2] = BoolGetDatum(complete);
+	values[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
+
+	if (ig_exec(IG_PLAN_RESOLVE, values, nulls) == 1)
+		ig_read_row(&row);
+	else
+	{
+		ig_probe(&call, &row);
+		if (!row.found)
+			ig_error_no_claim(&call, "resolve");
+		ig_error_state(&call, "resolve", &row);
+	}
+
+	ig_end(&call);
+	idem_stats_count(IG_STAT_RESOLVES);
+
+	rettype = get_fn_expr_rettype(fcinfo->flinfo);
+	if (!OidIsValid(rettype))
+		rettype = ig_type_oid("state");
+	PG_RETURN_DATUM(ig_state_datum(rettype, row.state));
+}
+
+/*
+ * idem_status(key, workflow): the whole row, for people and for error
+ * workflows; works on a standby.
+ */
+PG_FUNCTION_INFO_V1(idem_status);
+
+Datum
+idem_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	IgCall		call;
+	Datum		values[2];
+	HeapTuple	tuple = NULL;
+
+	ig_begin(fcinfo, &call, "idem_status()", false);
+
+	values[0] = call.workflow;
+	values[1] = call.key;
+	if (ig_exec(IG_PLAN_STATUS, values, NULL) == 1)
+	{
+		bool		isnull;
+		HeapTupleHeader rec;
+		HeapTupleData tmp;
+		MemoryContext old;
+
+		rec = DatumGetHeapTupleHeader(SPI_getbinval(SPI_tuptable->vals[0],
+													SPI_tuptable->tupdesc,
+													1, &isnull));
+		tmp.t_len = HeapTupleHeaderGetDatumLength(rec);
+		ItemPointerSetInvalid(&tmp.t_self);
+		tmp.t_tableOid = InvalidOid;
+		tmp.t_data = rec;
+		old = MemoryContextSwitchTo(call.callcxt);
+		tuple = heap_copytuple(&tmp);
+		MemoryContextSwitchTo(old);
+	}
+	ig_end(&call);
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (tuple != NULL)
+		tuplestore_puttuple(rsinfo->setResult, tuple);
+	return (Datum) 0;
+}

@@ -1,0 +1,64 @@
+/*-------------------------------------------------------------------------
+ *
+ * idem_gate.c
+ *	  Module entry point: settings, and what preloading adds.
+ *
+ * idem_gate works without shared_preload_libraries (the SQL API is plain
+ * functions over idem_gate.claims); preloading adds the background worker
+ * and the shared-memory counters.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+#include "idem_gate.h"
+#include "stats.h"
+
+PG_MODULE_MAGIC;
+
+int			idem_max_key_length = 255;
+bool		idem_preloaded = false;
+
+/*
+ * Define the settings, and remember whether we are being preloaded: a
+ * backend forked from the postmaster inherits the flag.
+ */
+void
+_PG_init(void)
+{
+	idem_preloaded = process_shared_preload_libraries_in_progress;
+
+	DefineCustomIntVariable("idem_gate.max_key_length",
+							"Longest accepted key or workflow name, in characters.",
+							"Longer values are refused with SQLSTATE 22023; derive a shorter key with idem_hash().",
+							&idem_max_key_length,
+							255,
+							1,
+							1000,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("idem_gate");
+
+	if (!idem_preloaded)
+		return;
+
+	idem_stats_request_shmem();
+}
+
+/*
+ * idem_gate.preloaded(): lets the install script and administrators see
+ * whether the worker and the counters are available.
+ */
+PG_FUNCTION_INFO_V1(idem_gate_preloaded);
+
+Datum
+idem_gate_preloaded(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(idem_preloaded);
+}

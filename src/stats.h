@@ -1,0 +1,50 @@
+/*-------------------------------------------------------------------------
+ *
+ * stats.h
+ *	  Shared-memory counters behind the idem_gate.stats view.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEM_GATE_STATS_H
+#define IDEM_GATE_STATS_H
+
+#include "datatype/timestamp.h"
+
+/* Claim outcomes, in the order of the idem_gate.outcome labels. */
+typedef enum IgOutcome
+{
+	IG_OUTCOME_NEW,
+	IG_OUTCOME_IN_FLIGHT,
+	IG_OUTCOME_COMPLETED,
+	IG_OUTCOME_STALE_TAKEN,
+	IG_OUTCOME_NEEDS_REVIEW,
+	IG_NUM_OUTCOMES
+} IgOutcome;
+
+/* The counters; the first IG_NUM_OUTCOMES count claims by outcome. */
+typedef enum IgStat
+{
+	IG_STAT_COMPLETIONS = IG_NUM_OUTCOMES,
+	IG_STAT_FAILS_RETRYABLE,
+	IG_STAT_FAILS_REVIEW,
+	IG_STAT_RESOLVES,
+	IG_STAT_DELETED_COMPLETED,
+	IG_STAT_DELETED_FAILED,
+	IG_STAT_ALERTS,
+	IG_STAT_ESCALATIONS,
+	IG_STAT_PASSES,
+	IG_NUM_STATS
+} IgStat;
+
+extern void idem_stats_request_shmem(void);
+extern void idem_stats_count(IgStat stat);
+extern void idem_stats_add(IgStat stat, uint64 n);
+extern void idem_stats_pass_done(TimestampTz start, TimestampTz end);
+
+static inline void
+idem_stats_count_outcome(IgOutcome outcome)
+{
+	idem_stats_count((IgStat) outcome);
+}
+
+#endif							/* IDEM_GATE_STATS_H */
