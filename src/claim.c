@@ -525,7 +525,7 @@ ig_error_stale_token(IgCall *call, int64 token, IgRow *row)
 			 errmsg("token " INT64_FORMAT " no longer owns key \"%s\" in workflow \"%s\"",
 					token, idem_display(call->key_str),
 					idem_display(call->workflow_str)),
-			 errdetail("The claim was taken over: it is now %s under token " INT64_FORMAT ", attempt %d.",
+			 errdetail("The claim was granted to another run: it is now %s under token " INT64_FORMAT ", attempt %d.",
 					   ig_state_names[row->state], row->token, row->attempt),
 			 errhint("Another run owns this event now; this run must not record an outcome for it.")));
 }
@@ -548,7 +548,10 @@ ig_error_state(IgCall *call, const char *verb, IgRow *row)
 			hint = "Decide the outcome with idem_resolve(key, workflow, 'completed') or idem_resolve(key, workflow, 'retry').";
 			break;
 		case IG_FAILED_RETRYABLE:
-			hint = "Claim the key again with idem_claim() or idem_claim_ex() before recording an outcome.";
+			if (strcmp(verb, "resolve") == 0)
+				hint = "Only needs_review and processing claims can be resolved; a failed_retryable claim runs again at its next claim.";
+			else
+				hint = "Claim the key again with idem_claim() or idem_claim_ex() before recording an outcome.";
 			break;
 		default:
 			hint = "Only needs_review and processing claims can be resolved.";
