@@ -1,0 +1,127 @@
+-- The schema contract of idem_gate: types and labels, the claims table,
+-- keys, constraints, indexes, function signatures and privileges.
+BEGIN;
+SELECT plan(80);
+
+-- schema and types
+SELECT has_schema('idem_gate');
+SELECT has_enum('idem_gate', 'state', 'idem_gate.state exists');
+SELECT enum_has_labels('idem_gate', 'state',
+	ARRAY['processing', 'completed', 'failed_retryable', 'needs_review']);
+SELECT has_enum('idem_gate', 'outcome', 'idem_gate.outcome exists');
+SELECT enum_has_labels('idem_gate', 'outcome',
+	ARRAY['new', 'in_flight', 'completed', 'stale_taken', 'needs_review']);
+SELECT has_sequence('idem_gate', 'token_seq', 'the fencing-token sequence exists');
+
+-- the claims table
+SELECT has_table('idem_gate', 'claims', 'idem_gate.claims exists');
+SELECT columns_are('idem_gate', 'claims', ARRAY[
+	'workflow', 'key', 'state', 'attempt', 'token', 'execution_id',
+	'fingerprint', 'result', 'last_error', 'created_at', 'claimed_at',
+	'updated_at', 'completed_at']);
+SELECT col_type_is('idem_gate', 'claims', 'workflow', 'text', 'workflow is text');
+SELECT col_type_is('idem_gate', 'claims', 'key', 'text', 'key is text');
+SELECT col_type_is('idem_gate', 'claims', 'state', 'idem_gate', 'state', 'state is idem_gate.state');
+SELECT col_type_is('idem_gate', 'claims', 'attempt', 'integer', 'attempt is integer');
+SELECT col_type_is('idem_gate', 'claims', 'token', 'bigint', 'token is bigint');
+SELECT col_type_is('idem_gate', 'claims', 'execution_id', 'text', 'execution_id is text');
+SELECT col_type_is('idem_gate', 'claims', 'fingerprint', 'text', 'fingerprint is text');
+SELECT col_type_is('idem_gate', 'claims', 'result', 'jsonb', 'result is jsonb');
+SELECT col_type_is('idem_gate', 'claims', 'last_error', 'text', 'last_error is text');
+SELECT col_type_is('idem_gate', 'claims', 'created_at', 'timestamp with time zone', 'created_at is timestamptz');
+SELECT col_type_is('idem_gate', 'claims', 'claimed_at', 'timestamp with time zone', 'claimed_at is timestamptz');
+SELECT col_type_is('idem_gate', 'claims', 'updated_at', 'timestamp with time zone', 'updated_at is timestamptz');
+SELECT col_type_is('idem_gate', 'claims', 'completed_at', 'timestamp with time zone', 'completed_at is timestamptz');
+SELECT col_not_null('idem_gate', 'claims', c, c || ' is NOT NULL')
+  FROM unnest(ARRAY['workflow', 'key', 'state', 'attempt', 'token',
+	'created_at', 'claimed_at', 'updated_at']) c;
+SELECT col_is_null('idem_gate', 'claims', c, c || ' is nullable')
+  FROM unnest(ARRAY['execution_id', 'fingerprint', 'result', 'last_error', 'completed_at']) c;
+SELECT col_is_pk('idem_gate', 'claims', ARRAY['workflow', 'key'], 'the primary key is (workflow, key)');
+SELECT has_index('idem_gate', 'claims', 'claims_state_updated_at', ARRAY['state', 'updated_at'],
+	'the janitor and the alerter find rows by (state, updated_at)');
+SELECT bag_eq($$
+	SELECT conname::text FROM pg_constraint
+	 WHERE conrelid = 'idem_gate.claims'::regclass AND contype = 'c' $$,
+	ARRAY['claims_workflow_not_empty', 'claims_key_not_empty',
+		  'claims_attempt_positive', 'claims_token_positive',
+		  'claims_completed_at_iff_completed', 'claims_completed_at_is_last_change',
+		  'claims_result_only_when_completed', 'claims_timestamps_ordered'],
+	'the CHECK constraints');
+
+-- the CHECK constraints refuse rows inconsistent with their state
+SELECT throws_ok($$INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, created_at, claimed_at, updated_at, completed_at)
+	VALUES ('w', 'k', 'processing', 1, 1, now(), now(), now(), now())$$,
+	'23514', NULL, 'a processing row cannot have completed_at');
+SELECT throws_ok($$INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, created_at, claimed_at, updated_at)
+	VALUES ('w', 'k', 'completed', 1, 1, now(), now(), now())$$,
+	'23514', NULL, 'a completed row needs completed_at');
+SELECT throws_ok($$INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result, created_at, claimed_at, updated_at)
+	VALUES ('w', 'k', 'needs_review', 1, 1, '{}', now(), now(), now())$$,
+	'23514', NULL, 'only a completed row has a receipt');
+SELECT throws_ok($$INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, created_at, claimed_at, updated_at)
+	VALUES ('w', 'k', 'processing', 0, 1, now(), now(), now())$$,
+	'23514', NULL, 'attempt starts at 1');
+SELECT throws_ok($$INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, created_at, claimed_at, updated_at)
+	VALUES ('w', 'k', 'processing', 1, 0, now(), now(), now())$$,
+	'23514', NULL, 'tokens are positive');
+SELECT throws_ok($$INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, created_at, claimed_at, updated_at)
+	VALUES ('', 'k', 'processing', 1, 1, now(), now(), now())$$,
+	'23514', NULL, 'workflow is not empty');
+SELECT throws_ok($$INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, created_at, claimed_at, updated_at)
+	VALUES ('w', 'k', 'processing', 1, 1, now(), now(), now() - interval '1 second')$$,
+	'23514', NULL, 'updated_at is not before claimed_at');
+SELECT throws_ok($$INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, created_at, claimed_at, updated_at, completed_at)
+	VALUES ('w', 'k', 'completed', 1, 1, now(), now(), now() + interval '1 second', now())$$,
+	'23514', NULL, 'a completed row changes no more after completion');
+
+-- the API functions: signatures and results
+SELECT has_function('public', 'idem_claim', ARRAY['text', 'text', 'interval']);
+SELECT function_returns('public', 'idem_claim', ARRAY['text', 'text', 'interval'], 'idem_gate.outcome');
+SELECT has_function('public', 'idem_claim_ex', ARRAY['text', 'text', 'interval', 'text', 'text']);
+SELECT function_returns('public', 'idem_claim_ex', ARRAY['text', 'text', 'interval', 'text', 'text'], 'record');
+SELECT is(
+	(SELECT proretset FROM pg_proc WHERE oid = 'public.idem_claim_ex(text,text,interval,text,text)'::regprocedure),
+	false, 'idem_claim_ex returns exactly one row');
+SELECT isnt_strict('public', 'idem_claim_ex', ARRAY['text', 'text', 'interval', 'text', 'text'],
+	'NULL arguments reach idem_claim_ex, which refuses them with 22004');
+SELECT has_function('public', 'idem_heartbeat', ARRAY['text', 'text', 'bigint']);
+SELECT function_returns('public', 'idem_heartbeat', ARRAY['text', 'text', 'bigint'], 'boolean');
+SELECT has_function('public', 'idem_complete', ARRAY['text', 'text', 'bigint', 'jsonb']);
+SELECT function_returns('public', 'idem_complete', ARRAY['text', 'text', 'bigint', 'jsonb'], 'boolean');
+SELECT has_function('public', 'idem_fail', ARRAY['text', 'text', 'bigint', 'text', 'boolean']);
+SELECT function_returns('public', 'idem_fail', ARRAY['text', 'text', 'bigint', 'text', 'boolean'], 'idem_gate.state');
+SELECT has_function('public', 'idem_resolve', ARRAY['text', 'text', 'text', 'jsonb']);
+SELECT function_returns('public', 'idem_resolve', ARRAY['text', 'text', 'text', 'jsonb'], 'idem_gate.state');
+SELECT has_function('public', 'idem_status', ARRAY['text', 'text']);
+SELECT function_returns('public', 'idem_status', ARRAY['text', 'text'], 'setof idem_gate.claims');
+SELECT is(
+	(SELECT pg_get_function_arguments('public.idem_claim_ex(text,text,interval,text,text)'::regprocedure)),
+	'key text, workflow text, stale_interval interval DEFAULT NULL::interval, fingerprint text DEFAULT NULL::text, execution_id text DEFAULT NULL::text, OUT outcome idem_gate.outcome, OUT token bigint, OUT attempt integer, OUT state idem_gate.state, OUT result jsonb, OUT claimed_at timestamp with time zone',
+	'idem_claim_ex arguments, defaults and flat result columns');
+SELECT is(
+	(SELECT pg_get_function_arguments('public.idem_fail(text,text,bigint,text,boolean)'::regprocedure)),
+	'key text, workflow text, token bigint DEFAULT NULL::bigint, error text DEFAULT NULL::text, retryable boolean DEFAULT false',
+	'idem_fail argument names and defaults');
+SELECT volatility_is('public', 'idem_claim', ARRAY['text', 'text', 'interval'], 'volatile');
+SELECT has_function('idem_gate', 'stats_reset', ARRAY[]::text[]);
+SELECT has_view('idem_gate', 'stats', 'the stats view exists');
+
+-- privileges: the gate is not public, the table is written only through it
+SELECT is(has_function_privilege('public', f, 'EXECUTE'), false, f || ' is not executable by PUBLIC')
+  FROM unnest(ARRAY[
+	'public.idem_claim(text,text,interval)',
+	'public.idem_claim_ex(text,text,interval,text,text)',
+	'public.idem_heartbeat(text,text,bigint)',
+	'public.idem_complete(text,text,bigint,jsonb)',
+	'public.idem_fail(text,text,bigint,text,boolean)',
+	'public.idem_resolve(text,text,text,jsonb)',
+	'public.idem_status(text,text)',
+	'idem_gate.stats_reset()']) f;
+SELECT is(has_table_privilege('public', 'idem_gate.claims', p), false, 'PUBLIC has no ' || p || ' on idem_gate.claims')
+  FROM unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) p;
+SELECT is(has_sequence_privilege('public', 'idem_gate.token_seq', 'USAGE'), false,
+	'PUBLIC cannot draw tokens');
+
+SELECT * FROM finish();
+ROLLBACK;
