@@ -5,7 +5,7 @@ set -euo pipefail
 
 pkgs=(make gcc postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
 	  libtap-parser-sourcehandler-pgtap-perl libipc-run-perl
-	  postgresql-contrib)
+	  postgresql-contrib bc)
 [ "${1:-}" = "--with-node" ] && ! command -v node >/dev/null && pkgs+=(nodejs npm)
 
 missing=()

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# idem_gate claim benchmark, side by side with the hand-written gate of
+# ../shared/bench/baseline/ in one run on one throwaway cluster:
+#   new key        idem_claim           vs raw INSERT ... ON CONFLICT DO NOTHING
+#   duplicate      idem_claim           vs the PL/pgSQL gate (base.claim)
+#   claim+complete idem_claim_ex+complete vs base.claim + base.complete
+# with synchronous_commit off and on (pgbench -M prepared, 8 clients), then
+# WAL bytes per duplicate claim, and new-key claims at 10M rows vs 100k.
+#   BENCH_SECONDS (10), BENCH_ROUNDS (2), BENCH_SCALE_ROWS (10000000; 0 skips)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$here/../.." && pwd)
+BASE=${IDEM_SHARED:-$ROOT/../shared}/bench/baseline
+SECS=${BENCH_SECONDS:-10}
+ROUNDS=${BENCH_ROUNDS:-2}
+SCALE_ROWS=${BENCH_SCALE_ROWS:-10000000}
+PORT=${BENCH_PORT:-55434}
+
+"$ROOT/scripts/deps.sh"
+make -s -C "$ROOT" with_llvm=no >/dev/null && make -s -C "$ROOT" with_llvm=no install >/dev/null
+DIR=$(mktemp -d /tmp/idem_gate_bench.XXXXXX)
+chmod 755 "$DIR"
+trap '"$ROOT/scripts/cluster.sh" stop "$DIR"; rm -rf "$DIR"' EXIT
+"$ROOT/scripts/cluster.sh" start "$DIR" "$PORT" "shared_buffers = '1GB'" "max_wal_size = '8GB'" \
+	"checkpoint_timeout = '30min'"
+export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
+q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+
+q -f "$BASE/schema.sql" >/dev/null 2>&1
+q -f "$here/setup.sql" >/dev/null
+
+# tps SCRIPT SYNC: one pgbench run, prints its tps
+tps() {
+	PGOPTIONS="-c synchronous_commit=$2" pgbench -n -M prepared -c 8 -j 2 -T "$SECS" -f "$1" 2>&1 |
+		awk '/^tps = / { print $3 }'
+}
+
+declare -A sum
+pairs=("new:$BASE/raw_new.pgb:$here/idem_new.pgb"
+	   "duplicate:$BASE/plpgsql_dup.pgb:$here/idem_dup.pgb"
+	   "claim+complete:$BASE/plpgsql_cycle.pgb:$here/idem_cycle.pgb")
+echo "pgbench -M prepared -c 8 -j 2 -T $SECS, $ROUNDS alternating rounds, mean tps"
+for sync in off on; do
+	for r in $(seq "$ROUNDS"); do
+		for p in "${pairs[@]}"; do
+			IFS=: read -r name b i <<<"$p"
+			sum[$sync:$name:base]=$(echo "${sum[$sync:$name:base]:-0} + $(tps "$b" $sync)" | bc -l)
+			sum[$sync:$name:idem]=$(echo "${sum[$sync:$name:idem]:-0} + $(tps "$i" $sync)" | bc -l)
+		done
+	done
+done
+printf '\n%-16s %-6s %-24s %12s %12s %7s %7s\n' case sync baseline baseline_tps idem_tps ratio target
+for sync in off on; do
+	for p in "${pairs[@]}"; do
+		IFS=: read -r name b i <<<"$p"
+		bt=$(echo "${sum[$sync:$name:base]} / $ROUNDS" | bc -l)
+		it=$(echo "${sum[$sync:$name:idem]} / $ROUNDS" | bc -l)
+		case $name in new) target=0.90;; duplicate) target=1.10;; *) target=1.30;; esac
+		printf '%-16s %-6s %-24s %12.0f %12.0f %7.2f %7s\n' "$name" "$sync" "$(basename "$b" .pgb)" \
+			"$bt" "$it" "$(echo "$it / $bt" | bc -l)" "$target"
+	done
+done
+
+# WAL written by 10,000 duplicate claims of completed keys
+q -c "SET synchronous_commit = on" -c "CHECKPOINT" >/dev/null
+q -c "ALTER SYSTEM SET autovacuum = off" -c "SELECT pg_reload_conf()" >/dev/null
+before=$(q -c "SELECT pg_current_wal_insert_lsn()")
+pgbench -n -M prepared -c 8 -j 2 -t 1250 -f "$here/idem_dup.pgb" >/dev/null 2>&1
+after=$(q -c "SELECT pg_current_wal_insert_lsn()")
+wal=$(q -c "SELECT pg_wal_lsn_diff('$after', '$before')")
+printf '\nWAL bytes for 10,000 duplicate claims: %s (%s per claim; target 0)\n' "$wal" \
+	"$(echo "$wal / 10000" | bc -l | xargs printf '%.3f')"
+q -c "ALTER SYSTEM RESET autovacuum" -c "SELECT pg_reload_conf()" >/dev/null
+
+# new-key claims with a big table: 100k rows, then SCALE_ROWS rows
+if [ "$SCALE_ROWS" -gt 0 ]; then
+	load() {
+		q -c "TRUNCATE idem_gate.claims" -c "INSERT INTO idem_gate.claims
+			(workflow, key, state, attempt, token, result, created_at, claimed_at, updated_at, completed_at)
+			SELECT 'wf', 'old_' || g, 'completed', 1, nextval('idem_gate.token_seq'), '{\"action_id\":\"inv_1\"}',
+				   now() - interval '1 day', now() - interval '1 day', now() - interval '1 day', now() - interval '1 day'
+			  FROM generate_series(1, $1) g" -c "VACUUM ANALYZE idem_gate.claims" -c "CHECKPOINT" >/dev/null
+	}
+	load 100000
+	small=$(tps "$here/idem_new.pgb" off)
+	echo "loading $SCALE_ROWS rows..."
+	load "$SCALE_ROWS"
+	big=$(tps "$here/idem_new.pgb" off)
+	printf 'new-key claims (sync off): %.0f tps at 100k rows, %.0f tps at %d rows: ratio %.2f (target 0.80)\n' \
+		"$small" "$big" "$SCALE_ROWS" "$(echo "$big / $small" | bc -l)"
+fi
