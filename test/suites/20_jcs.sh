@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Canonical JSON suite: RFC 8785 vectors (shared/jcs), the differential test
+# against the canonicalize reference, the 'safe' number policy oracle and the
+# 50 MB memory check.  Needs a running server with idem_gate installed in
+# $PGDATABASE (libpq environment variables), node and npm, and IDEM_SHARED
+# (defaults to ../shared next to the repository).  Ends with one line
+# "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/../jcs" || exit 1
+export IDEM_SHARED=${IDEM_SHARED:-$(cd ../../../shared 2>/dev/null && pwd)}
+
+if ! { npm ci --no-audit --no-fund --loglevel=error >/tmp/idem_jcs_npm.$$ 2>&1 ||
+	   npm install --no-audit --no-fund --loglevel=error >>/tmp/idem_jcs_npm.$$ 2>&1; }; then
+	cat /tmp/idem_jcs_npm.$$
+	rm -f /tmp/idem_jcs_npm.$$
+	echo "not ok - npm could not install the test dependencies"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+rm -f /tmp/idem_jcs_npm.$$
+exec node run.mjs
