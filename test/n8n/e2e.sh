@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# idem_gate end-to-end drills against a real n8n (NOT part of CI: it downloads n8n).
+#
+#   test/n8n/e2e.sh            # run as root on Debian 12 with PostgreSQL 15
+#
+# What it does, all on loopback:
+#   1. installs the pinned n8n into a reusable cache (test/n8n/install_n8n.sh);
+#   2. builds and installs idem_gate if it is not installed (IDEM_E2E_BUILD=1 forces it);
+#   3. starts a throwaway PostgreSQL 15 (user postgres, its own port, idem_gate
+#      preloaded, idem_gate.stuck_after short when that setting exists);
+#   4. creates the n8n database role with the GRANT lines of docs/n8n.md;
+#   5. imports the credential and the example workflows with the n8n CLI, points
+#      their side effect at a local HTTP sink, publishes (activates) them and
+#      starts n8n on 127.0.0.1 with telemetry, version checks and templates off;
+#   6. runs drills 1-10 (test/n8n/drills.mjs) and prints the table;
+#   7. stops everything it started and removes its work directory
+#      (IDEM_E2E_KEEP=1 keeps the directory with the logs).
+#
+# Ports (override with env): PostgreSQL 54329, n8n 5688, n8n task broker 5689,
+# sink 5690.  Exit status: 0 when every drill passed.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+
+export N8N_VERSION="${N8N_VERSION:-2.8.4}"
+export N8N_CACHE="${N8N_CACHE:-/var/cache/idem_gate/n8n-$N8N_VERSION}"
+PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+export E2E_PGPORT="${IDEM_E2E_PGPORT:-54329}"
+export E2E_N8N_PORT="${IDEM_E2E_N8N_PORT:-5688}"
+export E2E_BROKER_PORT="${IDEM_E2E_BROKER_PORT:-5689}"
+export E2E_SINK_PORT="${IDEM_E2E_SINK_PORT:-5690}"
+export E2E_DB=idem_e2e
+export E2E_ROLE=n8n_gate
+export E2E_ROLE_PASSWORD="e2e-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+export E2E_STUCK_AFTER="${IDEM_E2E_STUCK_AFTER:-5s}"
+
+log() { printf '[e2e] %s\n' "$*" >&2; }
+
+[ "$(id -u)" = 0 ] || { echo "run as root (PostgreSQL runs as user postgres)" >&2; exit 2; }
+
+# --- 1. n8n --------------------------------------------------------------------
+"$HERE/install_n8n.sh" >&2
+export N8N_BIN="$N8N_CACHE/node_modules/.bin/n8n"
+
+# --- 2. idem_gate --------------------------------------------------------------
+if [ "${IDEM_E2E_BUILD:-0}" = 1 ] || [ ! -f "$("$PG_BIN/pg_config" --sharedir)/extension/idem_gate.control" ]; then
+  log "building and installing idem_gate"
+  make -C "$ROOT" -s with_llvm=no PG_CONFIG="$PG_BIN/pg_config" >&2
+  make -C "$ROOT" -s install with_llvm=no PG_CONFIG="$PG_BIN/pg_config" >&2
+fi
+
+# --- work directory and cleanup -----------------------------------------------
+WORK=$(mktemp -d /tmp/idem_gate_e2e.XXXXXX)
+chmod 755 "$WORK"
+export E2E_WORK="$WORK"
+PGDATA="$WORK/pgdata"
+PG_STARTED=0
+
+cleanup() {
+  local rc=$?
+  set +e
+  # n8n and the sink are children of drills.mjs, which stops them itself; this
+  # catches what is left when the script is interrupted.
+  if [ -f "$WORK/n8n.pid" ]; then
+    local p; p=$(cat "$WORK/n8n.pid")
+    kill "$p" 2>/dev/null && sleep 2; kill -9 "$p" 2>/dev/null
+  fi
+  if [ "$PG_STARTED" = 1 ]; then
+    runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1
+  fi
+  if [ "${IDEM_E2E_KEEP:-0}" = 1 ]; then
+    log "kept $WORK (logs: n8n.log, postgres.log)"
+  else
+    rm -rf "$WORK"
+  fi
+  exit $rc
+}
+trap cleanup EXIT INT TERM
+
+# --- 3. throwaway PostgreSQL ---------------------------------------------------
+log "starting PostgreSQL on 127.0.0.1:$E2E_PGPORT ($PGDATA)"
+chown postgres "$WORK"
+od -An -N12 -tx1 /dev/urandom | tr -d ' \n' > "$WORK/superuser.pw"
+chown postgres "$WORK/superuser.pw"; chmod 600 "$WORK/superuser.pw"
+runuser -u postgres -- "$PG_BIN/initdb" -D "$PGDATA" --auth-host=scram-sha-256 --auth-local=trust \
+  --pwfile="$WORK/superuser.pw" -E UTF8 --locale=C.UTF-8 >/dev/null
+cat >> "$PGDATA/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+port = $E2E_PGPORT
+unix_socket_directories = '$WORK'
+shared_preload_libraries = 'idem_gate'
+idem_gate.database = '$E2E_DB'
+max_connections = 200
+fsync = off
+logging_collector = off
+log_min_messages = warning
+EOF
+runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$WORK/postgres.log" -w start >/dev/null
+PG_STARTED=1
+export PGHOST="$WORK" PGPORT="$E2E_PGPORT" PGUSER=postgres
+psql() { runuser -u postgres -- env PGHOST="$WORK" PGPORT="$E2E_PGPORT" /usr/bin/psql -X -v ON_ERROR_STOP=1 -q "$@"; }
+
+psql -d postgres -c "CREATE DATABASE $E2E_DB"
+psql -d "$E2E_DB" -c "CREATE EXTENSION idem_gate" 2>/dev/null
+# a short stuck_after makes drill 6's alert observable within seconds
+if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_settings WHERE name = 'idem_gate.stuck_after'")" = 1 ]; then
+  psql -d "$E2E_DB" -c "ALTER SYSTEM SET idem_gate.stuck_after = '$E2E_STUCK_AFTER'"
+  for g in idem_gate.naptime idem_gate.janitor_naptime idem_gate.interval; do
+    if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_settings WHERE name = '$g'")" = 1 ]; then
+      psql -d "$E2E_DB" -c "ALTER SYSTEM SET $g = '1s'"
+    fi
+  done
+  psql -d "$E2E_DB" -c "SELECT pg_reload_conf()" >/dev/null
+  export E2E_HAS_STUCK_AFTER=1
+else
+  log "idem_gate.stuck_after does not exist (no background worker yet): drill 6 checks what it can"
+  export E2E_HAS_STUCK_AFTER=0
+fi
+
+# idem_hash comes with canonical JSON; until that is installed, a development
+# stand-in (NOT canonical) can be asked for explicitly and is reported loudly
+if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_proc WHERE proname = 'idem_hash'")" = 0 ]; then
+  if [ "${IDEM_E2E_HASH_STANDIN:-0}" = 1 ]; then
+    log "WARNING: idem_hash is not installed; using a NON-canonical stand-in (IDEM_E2E_HASH_STANDIN=1)"
+    psql -d "$E2E_DB" -f "$HERE/hash_standin.sql"
+    export E2E_HASH_STANDIN=1
+  else
+    echo "idem_hash is not installed: this idem_gate build lacks canonical JSON (IDEM_E2E_HASH_STANDIN=1 runs with a stand-in)" >&2
+    exit 1
+  fi
+fi
+
+# --- 4. the n8n role, with exactly the GRANT lines of docs/n8n.md --------------
+"$HERE/doc_grants.sh" "$E2E_ROLE" > "$WORK/grants.sql"
+psql -d "$E2E_DB" -c "CREATE ROLE $E2E_ROLE LOGIN PASSWORD '$E2E_ROLE_PASSWORD'"
+psql -d "$E2E_DB" -f "$WORK/grants.sql"
+
+# --- 5-6. n8n, sink and drills ---------------------------------------------------
+cd "$HERE"
+if [ ! -d node_modules/pg ]; then npm ci --no-audit --no-fund --loglevel=error >&2; fi
+node "$HERE/drills.mjs"
