@@ -283,8 +283,8 @@ jcs_double_digits(double x, char *buf, JcsDecimal *d)
 
 /*
  * Write a finite double as ECMAScript does; out must hold 32 bytes.
- * Returns the length.  Used by the number test helpers and by
- * jcs_put_number's slow path.
+ * Returns the length.  For C callers that hold a double rather than
+ * decimal text.
  */
 int
 jcs_format_double(double x, char *out)
