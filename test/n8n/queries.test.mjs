@@ -1,0 +1,351 @@
+// CI test: the n8n examples' SQL, run the way n8n's Postgres node runs it.
+//
+// n8n's Postgres node (typeVersion 2.x, operation "Execute Query", default
+// "single" query batching) evaluates the Query Parameters expression for each
+// input item, lets pg-promise format every item's query with its values, joins
+// all items into ONE multi-statement string and sends it with db.multi() over
+// node-postgres (pg).  One failing statement fails every item of the run.
+// This test reads the query texts and parameter expressions from the committed
+// workflow files, evaluates the expressions for sample items, and runs them
+// exactly so: same pg-promise and pg versions as n8n 2.8.4, same type parsers,
+// connected as a role that holds only the GRANT lines of docs/n8n.md.
+//
+// Env: libpq variables (PGHOST, PGPORT, PGUSER superuser, PGDATABASE with
+// idem_gate installed), IDEM_N8N_ROLE / IDEM_N8N_PASSWORD (the role created by
+// test/suites/30_n8n_pg.sh).  Ends with one line "N passed, N failed".
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execFileSync } from 'node:child_process';
+import pgPromise from 'pg-promise';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(HERE, '..', '..');
+const EX = join(ROOT, 'examples', 'n8n');
+const env = process.env;
+const ROLE = env.IDEM_N8N_ROLE;
+if (!ROLE) {
+  console.log('IDEM_N8N_ROLE is not set (run test/suites/30_n8n_pg.sh)');
+  console.log('0 passed, 1 failed');
+  process.exit(1);
+}
+const RUN = `t${process.pid}_${Date.now().toString(36)}`; // keeps keys apart between runs
+
+// ---- pg-promise configured as n8n's Postgres transport configures it ----
+const pgp = pgPromise({ noWarnings: true });
+for (const t of [pgp.pg.types.builtins.TIMESTAMP, pgp.pg.types.builtins.TIMESTAMPTZ]) {
+  pgp.pg.types.setTypeParser(t, (value) => {
+    const d = new Date(value);
+    return isNaN(d.getTime()) ? value : d.toISOString();
+  });
+}
+const base = {
+  host: env.PGHOST || 'localhost',
+  port: Number(env.PGPORT || 5432),
+  database: env.PGDATABASE,
+};
+const admin = pgp({ ...base, user: env.PGUSER || 'postgres', password: env.PGPASSWORD });
+let n8n = pgp({ ...base, user: ROLE, password: env.IDEM_N8N_PASSWORD, max: 4 });
+
+// ---- the workflows' Postgres nodes ----
+const workflows = Object.fromEntries(
+  ['webhook-gate', 'webhook-gate-fields', 'error-workflow'].map((f) => [
+    f,
+    JSON.parse(readFileSync(join(EX, `${f}.json`), 'utf8')),
+  ]),
+);
+function pgNode(wf, name) {
+  const n = workflows[wf].nodes.find((x) => x.name === name);
+  if (!n || n.type !== 'n8n-nodes-base.postgres') throw new Error(`${wf}: no Postgres node "${name}"`);
+  if (n.parameters.operation !== 'executeQuery') throw new Error(`${wf}/${name}: not Execute Query`);
+  const qb = n.parameters.options?.queryBatching ?? 'single';
+  if (qb !== 'single') throw new Error(`${wf}/${name}: query batching ${qb}, the test models "single"`);
+  return n;
+}
+
+// Evaluate an n8n expression "={{ js }}" for one item.  The examples use only
+// $json, $execution, $prevNode and $('Node').item.json.
+function evaluate(expr, ctx) {
+  const m = /^=\{\{([\s\S]*)\}\}$/.exec(expr.trim());
+  if (!m) throw new Error(`not a single expression: ${expr}`);
+  const $ = (name) => {
+    if (!(name in (ctx.nodes ?? {}))) throw new Error(`expression refers to node ${name} not given by the test`);
+    return { item: { json: ctx.nodes[name] } };
+  };
+  // eslint-disable-next-line no-new-func
+  const f = new Function('$json', '$execution', '$prevNode', '$', `return (${m[1]});`);
+  return f(ctx.json ?? {}, { id: String(ctx.executionId ?? '1') }, ctx.prevNode ?? { name: '' }, $);
+}
+
+// What the node sends for these items: [{query, values, options}] -> one string.
+function nodeQueries(wf, name, items) {
+  const n = pgNode(wf, name);
+  return items.map((ctx) => {
+    const values = evaluate(n.parameters.options.queryReplacement, ctx);
+    if (!Array.isArray(values)) throw new Error(`${name}: Query Parameters must evaluate to an array`);
+    return { query: n.parameters.query, values, options: { partial: true } };
+  });
+}
+async function runNode(wf, name, items, db = n8n) {
+  const queries = nodeQueries(wf, name, items);
+  const results = await db.multi(pgp.helpers.concat(queries));
+  return results.map((rows) => rows); // one result set per item, in item order
+}
+
+// ---- a tiny runner ----
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+function assert(cond, msg) {
+  if (!cond) throw new Error(msg);
+}
+function eq(actual, expected, msg) {
+  const a = JSON.stringify(actual);
+  const e = JSON.stringify(expected);
+  if (a !== e) throw new Error(`${msg}: expected ${e}, got ${a}`);
+}
+
+const webhookItem = (body, executionId) => ({ json: { body, headers: {}, query: {} }, executionId });
+const K = (s) => `${RUN}-${s}`;
+async function claimOne(body, executionId) {
+  const [[row]] = await runNode('webhook-gate', 'Claim', [webhookItem(body, executionId)]);
+  return row;
+}
+async function completeOne(claimRow, effectId) {
+  return runNode('webhook-gate', 'Complete', [{ json: { id: effectId }, nodes: { Claim: claimRow } }]);
+}
+
+// ------------------------------------------------------------------ tests --
+test('the committed example files are what build-examples.mjs generates', () => {
+  execFileSync(process.execPath, [join(HERE, 'build-examples.mjs'), '--check'], { stdio: 'pipe' });
+});
+
+test('every Postgres and HTTP node of the gates routes its errors (no silent 200 on failure)', () => {
+  for (const wf of ['webhook-gate', 'webhook-gate-fields']) {
+    const w = workflows[wf];
+    for (const n of w.nodes) {
+      if (!['n8n-nodes-base.postgres', 'n8n-nodes-base.httpRequest'].includes(n.type)) continue;
+      assert(['continueErrorOutput', 'continueRegularOutput'].includes(n.onError), `${wf}/${n.name}: onError ${n.onError}`);
+      if (n.onError === 'continueErrorOutput')
+        assert(w.connections[n.name]?.main?.[1]?.length > 0, `${wf}/${n.name}: error output not connected`);
+    }
+    assert(w.settings.errorWorkflow === workflows['error-workflow'].id, `${wf}: error workflow not set`);
+  }
+});
+
+test('the n8n role connects with the documented grants only', async () => {
+  try {
+    await n8n.one('SELECT current_user AS u');
+  } catch (e) {
+    // servers that do not let the role log in over PGHOST: same privileges via SET ROLE
+    console.log(`# direct login as ${ROLE} failed (${e.message}); using role=${ROLE} on a superuser session`);
+    n8n = pgp({ ...base, user: env.PGUSER || 'postgres', password: env.PGPASSWORD, max: 4, options: `-c role=${ROLE}` });
+  }
+  const r = await n8n.one('SELECT current_user::text AS u, (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS su');
+  eq([r.u, r.su], [ROLE, false], 'role');
+});
+
+test('Claim returns flat columns with the outcome as text, token as a digit string', async () => {
+  const row = await claimOne({ id: K('shape'), amount: 1 }, 'exec-shape');
+  eq(Object.keys(row), ['key', 'workflow', 'outcome', 'token', 'attempt', 'state', 'result', 'claimed_at'], 'columns');
+  eq([row.key, row.workflow, row.outcome, row.state, row.attempt, row.result], [K('shape'), 'orders', 'new', 'processing', 1, null], 'values');
+  assert(typeof row.outcome === 'string' && typeof row.state === 'string', 'enums come back as strings');
+  assert(typeof row.token === 'string' && /^[1-9][0-9]*$/.test(row.token), `token ${row.token}`);
+  assert(/^\d{4}-\d\d-\d\dT.*Z$/.test(row.claimed_at), `claimed_at ${row.claimed_at}`);
+});
+
+test('Complete takes the token as given by Claim and stores the receipt; Claim then returns it', async () => {
+  const c = await claimOne({ id: K('complete') }, 'exec-c1');
+  const [[done]] = await completeOne(c, 'fx_42');
+  eq(done, { completed: true }, 'complete');
+  const again = await claimOne({ id: K('complete') }, 'exec-c2');
+  eq([again.outcome, again.state, again.result], ['completed', 'completed', { effect_id: 'fx_42' }], 'duplicate');
+  eq(again.token, null, 'a duplicate is granted no token');
+});
+
+test('single-query mode: five items, five expected outcomes, none fails the others', async () => {
+  // prepare: one completed, one needs_review, one failed_retryable, one processing
+  const done = await claimOne({ id: K('m-done') }, 'exec-m0');
+  await completeOne(done, 'fx_m');
+  const rev = await claimOne({ id: K('m-review') }, 'exec-m0');
+  await runNode('webhook-gate', 'Fail claim', [
+    { json: { error: { message: 'timeout' } }, prevNode: { name: 'Side effect' }, nodes: { Claim: rev } },
+  ]);
+  const retry = await claimOne({ id: K('m-retry') }, 'exec-m0');
+  await runNode('webhook-gate', 'Fail claim', [
+    { json: { error: { message: 'connect ECONNREFUSED 127.0.0.1:9' } }, prevNode: { name: 'Side effect' }, nodes: { Claim: retry } },
+  ]);
+  await claimOne({ id: K('m-busy') }, 'exec-m0');
+
+  const items = [
+    webhookItem({ id: K('m-new') }, 'exec-m1'),
+    webhookItem({ id: K('m-busy') }, 'exec-m1'),
+    webhookItem({ id: K('m-done') }, 'exec-m1'),
+    webhookItem({ id: K('m-review') }, 'exec-m1'),
+    webhookItem({ id: K('m-retry') }, 'exec-m1'),
+  ];
+  const sent = pgp.helpers.concat(nodeQueries('webhook-gate', 'Claim', items));
+  assert(sent.split('idem_claim_ex(').length - 1 === 5, 'the five items travel in one string');
+  const res = await runNode('webhook-gate', 'Claim', items);
+  eq(res.map((r) => r.length), [1, 1, 1, 1, 1], 'one row per item');
+  eq(res.map((r) => r[0].outcome), ['new', 'in_flight', 'completed', 'needs_review', 'new'], 'outcomes');
+  eq(res.map((r) => r[0].state), ['processing', 'processing', 'completed', 'needs_review', 'processing'], 'states');
+  eq(res[4][0].attempt, 2, 'the retryable claim is taken again');
+  eq(res[2][0].result, { effect_id: 'fx_m' }, 'receipt');
+});
+
+test('the same new event twice in one batch: the second item is in_flight, not an error', async () => {
+  const res = await runNode('webhook-gate', 'Claim', [
+    webhookItem({ id: K('twice') }, 'exec-t1'),
+    webhookItem({ id: K('twice') }, 'exec-t2'),
+  ]);
+  eq(res.map((r) => r[0].outcome), ['new', 'in_flight'], 'outcomes');
+});
+
+test('re-entry of the owning execution gets new with the same token', async () => {
+  const a = await claimOne({ id: K('reentry') }, 'exec-r1');
+  const b = await claimOne({ id: K('reentry') }, 'exec-r1');
+  eq([b.outcome, b.token], ['new', a.token], 're-entry');
+});
+
+test('event ids with commas, quotes, backslashes and numbers pass intact (array parameters)', async () => {
+  const odd = `${K('odd')},"quoted",'single'\\back;DROP`;
+  const a = await claimOne({ id: odd }, 'exec-o');
+  eq(a.key, odd, 'key');
+  const status = await admin.one('SELECT count(*)::int AS n FROM idem_gate.claims WHERE key = $1', [odd]);
+  eq(status.n, 1, 'stored once under the exact key');
+  const num = 9000000 + (process.pid % 100000);
+  const b = await claimOne({ id: num }, 'exec-o');
+  eq([b.key, b.outcome], [String(num), b.outcome], 'numeric id becomes text');
+});
+
+test('fingerprint: same id with another payload is an error whose text the gate maps to 422', async () => {
+  await claimOne({ id: K('fp'), amount: 1 }, 'exec-f1');
+  let err = null;
+  try {
+    await claimOne({ id: K('fp'), amount: 2 }, 'exec-f2');
+  } catch (e) {
+    err = e;
+  }
+  assert(err, 'no error');
+  assert(/fingerprint mismatch/i.test(err.message), `message: ${err.message}`);
+  eq(err.code, 'IG001', 'SQLSTATE');
+  const respond = workflows['webhook-gate'].nodes.find((n) => n.name === 'Respond 500 (gate error)');
+  eq(evaluate(respond.parameters.options.responseCode, { json: { error: { message: err.message } } }), 422, 'status');
+  // canonical: member order and number spelling do not change the fingerprint
+  await claimOne({ id: K('fp2'), a: 1, b: [1.0, 'x'] }, 'exec-f3');
+  const same = await claimOne({ b: [1, 'x'], a: 1.0, id: K('fp2') }, 'exec-f4');
+  eq(same.outcome, 'in_flight', 'same payload in another order');
+});
+
+test('an error in one item fails the whole batch: why expected outcomes must never raise', async () => {
+  await claimOne({ id: K('batch-fp'), v: 1 }, 'exec-b0');
+  let err = null;
+  try {
+    await runNode('webhook-gate', 'Claim', [
+      webhookItem({ id: K('batch-ok') }, 'exec-b1'),
+      webhookItem({ id: K('batch-fp'), v: 2 }, 'exec-b1'),
+    ]);
+  } catch (e) {
+    err = e;
+  }
+  assert(err && /fingerprint/i.test(err.message), 'the batch fails');
+  const n = await admin.one("SELECT count(*)::int AS n FROM idem_gate.claims WHERE key = $1", [K('batch-ok')]);
+  eq(n.n, 0, 'the other item was rolled back with it');
+});
+
+test('Fail claim: refused connection before the side effect -> failed_retryable, else needs_review', async () => {
+  const a = await claimOne({ id: K('fail-a') }, 'exec-x');
+  const b = await claimOne({ id: K('fail-b') }, 'exec-x');
+  const c = await claimOne({ id: K('fail-c') }, 'exec-x');
+  const res = await runNode('webhook-gate', 'Fail claim', [
+    { json: { error: { message: 'The service refused the connection - perhaps it is offline' } }, prevNode: { name: 'Side effect' }, nodes: { Claim: a } },
+    { json: { error: { message: 'timeout of 30000ms exceeded' } }, prevNode: { name: 'Side effect' }, nodes: { Claim: b } },
+    { json: { error: { message: 'connect ECONNREFUSED 127.0.0.1:5432' } }, prevNode: { name: 'Complete' }, nodes: { Claim: c } },
+  ]);
+  eq(res.map((r) => r[0].state), ['failed_retryable', 'needs_review', 'needs_review'], 'states');
+  const respond = workflows['webhook-gate'].nodes.find((n) => n.name === 'Respond 5xx (failed)');
+  eq(res.map((r) => evaluate(respond.parameters.options.responseCode, { json: r[0] })), [503, 500, 500], 'status codes');
+});
+
+test('error workflow: fails only the failed run\'s processing claims, retryable before the side effect', async () => {
+  const early = await claimOne({ id: K('ew-early') }, 'exec-ew1');
+  const late = await claimOne({ id: K('ew-late') }, 'exec-ew2');
+  const other = await claimOne({ id: K('ew-other') }, 'exec-ew3');
+  const done = await claimOne({ id: K('ew-done') }, 'exec-ew2');
+  await completeOne(done, 'fx_ew');
+  const trigger = (id, lastNode) => ({
+    json: {
+      execution: { id, lastNodeExecuted: lastNode, error: { message: 'boom' }, mode: 'webhook' },
+      workflow: { id: 'w', name: 'gate' },
+    },
+  });
+  const res = await runNode('error-workflow', "Fail the run's claims", [
+    trigger('exec-ew1', 'Route by outcome'),
+    trigger('exec-ew2', 'Side effect'),
+    trigger('exec-ew-none', 'Claim'),
+  ]);
+  eq(res.map((r) => r.map((x) => [x.key, x.state])), [[[K('ew-early'), 'failed_retryable']], [[K('ew-late'), 'needs_review']], []], 'results');
+  const rows = await admin.any(
+    'SELECT key, state::text, last_error FROM idem_gate.claims WHERE key = ANY($1) ORDER BY key',
+    [[K('ew-other'), K('ew-done'), K('ew-late')]],
+  );
+  eq(rows.map((r) => [r.key, r.state]), [[K('ew-done'), 'completed'], [K('ew-late'), 'needs_review'], [K('ew-other'), 'processing']], 'others untouched');
+  assert(/exec-ew2 failed at Side effect: boom/.test(rows[1].last_error), `last_error ${rows[1].last_error}`);
+  void early, late, other;
+});
+
+test('fields variant: key = idem_hash of the identity fields; other fields do not matter', async () => {
+  const body = { customer_id: K('cust'), order_ref: 'R-1', amount: { value: 12.5, currency: 'EUR' }, sent_at: 'a' };
+  const res = await runNode('webhook-gate-fields', 'Claim', [
+    webhookItem(body, 'exec-fv1'),
+    webhookItem({ ...body, sent_at: 'b' }, 'exec-fv2'),
+    webhookItem({ ...body, order_ref: 'R-2' }, 'exec-fv3'),
+  ]);
+  const rows = res.map((r) => r[0]);
+  assert(/^[0-9a-f]{64}$/.test(rows[0].key), `key ${rows[0].key}`);
+  eq(rows.map((r) => r.outcome), ['new', 'in_flight', 'new'], 'outcomes');
+  eq(rows[0].key === rows[1].key && rows[0].key !== rows[2].key, true, 'keys');
+  const [[done]] = await runNode('webhook-gate-fields', 'Complete', [{ json: { id: 'fx_f' }, nodes: { Claim: rows[0] } }]);
+  eq(done.completed, true, 'complete');
+  let err = null;
+  try {
+    await runNode('webhook-gate-fields', 'Claim', [webhookItem({ customer_id: K('cust') }, 'exec-fv4')]);
+  } catch (e) {
+    err = e;
+  }
+  assert(err && err.code === '22023', `a missing identity field is an error (22023), got ${err?.code} ${err?.message}`);
+});
+
+test('the n8n role cannot write the claims table nor read more than the granted columns', async () => {
+  for (const sql of [
+    "UPDATE idem_gate.claims SET state = 'completed'",
+    'DELETE FROM idem_gate.claims',
+    'SELECT result FROM idem_gate.claims LIMIT 1',
+  ]) {
+    let err = null;
+    try {
+      await n8n.any(sql);
+    } catch (e) {
+      err = e;
+    }
+    assert(err && err.code === '42501', `${sql}: expected permission denied, got ${err?.code ?? 'success'}`);
+  }
+});
+
+// ------------------------------------------------------------------- main --
+let passed = 0;
+let failed = 0;
+for (const t of tests) {
+  try {
+    await t.fn();
+    passed += 1;
+    console.log(`ok - ${t.name}`);
+  } catch (e) {
+    failed += 1;
+    console.log(`not ok - ${t.name}\n#   ${String(e.stack ?? e).split('\n').slice(0, 3).join('\n#   ')}`);
+  }
+}
+await admin.none('DELETE FROM idem_gate.claims WHERE key LIKE $1', [`${RUN}-%`]).catch(() => {});
+pgp.end();
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
