@@ -313,9 +313,9 @@ function gateWorkflow({ id, name, path, webhookId, scope, keyed }) {
     ),
     sticky(
       'Note: the gate',
-      [-60, -120],
+      [-60, -80],
       660,
-      400,
+      300,
       '## idem_gate: exactly one side effect per event\n' +
         (keyed === 'id'
           ? 'Key = the provider\'s event id (`body.id`), scope `' + scope + '`, fingerprint = `idem_hash(body)`.\n'
@@ -333,7 +333,7 @@ function gateWorkflow({ id, name, path, webhookId, scope, keyed }) {
       'Note: failures',
       [1140, 500],
       600,
-      220,
+      160,
       '## Failures never answer 200\n' +
         'Every error output goes to **Fail claim** (`idem_fail`) and a 5xx: `failed_retryable` (503) only when ' +
         'the side effect\'s request was refused, otherwise `needs_review` (500). ' +
@@ -421,9 +421,9 @@ function errorWorkflow() {
     ),
     sticky(
       'Note: error workflow',
-      [-40, -40],
+      [-40, 0],
       620,
-      300,
+      260,
       '## idem_gate: error workflow\n' +
         'Set it as **Settings → Error workflow** of every gated workflow. When a run fails outside the wired ' +
         'error outputs (a crash, a node without an error output), it moves the run\'s `processing` claims with `idem_fail`:\n' +

@@ -188,8 +188,9 @@ async function rest(method, path, body) {
   } catch {}
   return { status: r.status, json, text };
 }
+const OWNER = { email: 'drills@idem-gate.invalid', password: 'Drills-e2e-1234', firstName: 'Drill', lastName: 'Runner' };
 async function ownerLogin() {
-  const creds = { email: 'drills@idem-gate.invalid', password: 'Drills-e2e-1234', firstName: 'Drill', lastName: 'Runner' };
+  const creds = OWNER;
   let r = await rest('POST', '/owner/setup', creds);
   if (r.status !== 200) r = await rest('POST', '/login', { emailOrLdapLoginId: creds.email, password: creds.password });
   if (r.status !== 200) throw new Error(`n8n login failed: ${r.status} ${r.text.slice(0, 200)}`);
@@ -239,6 +240,20 @@ async function setup() {
   log('starting n8n');
   await startN8n();
   await ownerLogin();
+  if (env.E2E_SCREENSHOT_DIR) {
+    const { screenshots } = await import('./screenshot.mjs');
+    const files = await screenshots({
+      base: BASE,
+      email: OWNER.email,
+      password: OWNER.password,
+      outDir: env.E2E_SCREENSHOT_DIR,
+      workflows: [
+        { id: IDS.gate, file: 'n8n-webhook-gate.png' },
+        { id: IDS.error, file: 'n8n-error-workflow.png' },
+      ],
+    });
+    log(`screenshots: ${files.join(', ')}`);
+  }
 }
 
 // -------------------------------------------------------------- drills --

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # idem_gate end-to-end drills against a real n8n (NOT part of CI: it downloads n8n).
 #
-#   test/n8n/e2e.sh            # run as root on Debian 12 with PostgreSQL 15
+#   test/n8n/e2e.sh                 # run as root on Debian 12 with PostgreSQL 15
+#   test/n8n/e2e.sh --screenshots   # also refresh docs/img/n8n-*.png (chromium)
 #
 # What it does, all on loopback:
 #   1. installs the pinned n8n into a reusable cache (test/n8n/install_n8n.sh);
@@ -19,6 +20,12 @@
 # Ports (override with env): PostgreSQL 54329, n8n 5688, n8n task broker 5689,
 # sink 5690.  Exit status: 0 when every drill passed.
 set -euo pipefail
+
+# --screenshots: also write docs/img/n8n-*.png with headless Debian chromium
+if [ "${1:-}" = --screenshots ]; then
+  export E2E_SCREENSHOT_DIR="$(cd "$(dirname "$0")/../.." && pwd)/docs/img"
+  shift
+fi
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -42,6 +49,18 @@ log() { printf '[e2e] %s\n' "$*" >&2; }
 # --- 1. n8n --------------------------------------------------------------------
 "$HERE/install_n8n.sh" >&2
 export N8N_BIN="$N8N_CACHE/node_modules/.bin/n8n"
+
+if [ -n "${E2E_SCREENSHOT_DIR:-}" ]; then
+  command -v chromium >/dev/null 2>&1 || apt-get install -y chromium >&2
+  export PLAYWRIGHT_CORE_DIR="${PLAYWRIGHT_CORE_DIR:-/var/cache/idem_gate/playwright-core}"
+  if [ ! -d "$PLAYWRIGHT_CORE_DIR/node_modules/playwright-core" ]; then
+    mkdir -p "$PLAYWRIGHT_CORE_DIR"
+    (cd "$PLAYWRIGHT_CORE_DIR" && [ -f package.json ] || echo '{"private":true}' > package.json
+     cd "$PLAYWRIGHT_CORE_DIR" && npm install --no-audit --no-fund --loglevel=error playwright-core@1.65.1 >&2)
+  fi
+  export PLAYWRIGHT_CORE_DIR="$PLAYWRIGHT_CORE_DIR/node_modules/playwright-core"
+  mkdir -p "$E2E_SCREENSHOT_DIR"
+fi
 
 # --- 2. idem_gate --------------------------------------------------------------
 if [ "${IDEM_E2E_BUILD:-0}" = 1 ] || [ ! -f "$("$PG_BIN/pg_config" --sharedir)/extension/idem_gate.control" ]; then

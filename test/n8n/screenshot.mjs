@@ -1,0 +1,65 @@
+// Screenshots of the example workflows as the n8n editor shows them, for
+// docs/img/.  Called by drills.mjs when E2E_SCREENSHOT_DIR is set (e2e.sh
+// --screenshots), after the workflows are imported and the owner exists.
+// Uses Debian's chromium (apt-get install chromium) through playwright-core,
+// resolved from PLAYWRIGHT_CORE_DIR; nothing is downloaded by the browser.
+import { createRequire } from 'node:module';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+
+export async function screenshots({ base, email, password, outDir, workflows }) {
+  const require = createRequire(import.meta.url);
+  const { chromium } = require(process.env.PLAYWRIGHT_CORE_DIR);
+  const profile = mkdtempSync(join(tmpdir(), 'idem-gate-chromium-'));
+  const ctx = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1800, height: 1000 },
+    deviceScaleFactor: 1,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  const written = [];
+  try {
+    const page = ctx.pages()[0] ?? (await ctx.newPage());
+    // everything but the local n8n is refused: the page stays on loopback
+    await page.route('**/*', (route) => {
+      const u = new URL(route.request().url());
+      return ['127.0.0.1', 'localhost'].includes(u.hostname) || u.protocol === 'data:' ? route.continue() : route.abort();
+    });
+    await page.goto(`${base}/signin`, { waitUntil: 'domcontentloaded' });
+    await page.locator('input[type="email"], input[name="emailOrLdapLoginId"], input[name="email"]').first().fill(email);
+    await page.locator('input[type="password"]').first().fill(password);
+    await page.locator('button[type="submit"], [data-test-id="form-submit-button"]').first().click();
+    await page.waitForURL((u) => !u.pathname.startsWith('/signin'), { timeout: 30000 });
+    for (const { id, file } of workflows) {
+      await page.goto(`${base}/workflow/${id}`, { waitUntil: 'domcontentloaded' });
+      await page.locator('.vue-flow__node').first().waitFor({ timeout: 60000 });
+      await page.waitForTimeout(1500);
+      // close pop-ups and toasts, then fit the whole workflow in view
+      await page.keyboard.press('Escape');
+      for (const sel of ['.el-notification__closeBtn', '[data-test-id="close-button"]']) {
+        for (const b of await page.locator(sel).all()) await b.click({ timeout: 1000 }).catch(() => {});
+      }
+      await page.locator('.vue-flow__pane').first().click({ position: { x: 5, y: 5 } }).catch(() => {});
+      await page.keyboard.press('1'); // zoom to fit
+      await page.waitForTimeout(1200);
+      const path = join(outDir, file);
+      await page.screenshot({ path });
+      written.push(path);
+    }
+  } finally {
+    await ctx.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+  return written;
+}
