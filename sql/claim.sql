@@ -2,7 +2,9 @@
 -- The claim state machine: every row of the contract's tables, every error
 -- with its SQLSTATE.
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS idem_gate;
+RESET client_min_messages;
 
 -- try(sql): run a statement, show "ok" or its SQLSTATE, message, detail and hint
 CREATE FUNCTION try(q text) RETURNS text LANGUAGE plpgsql AS $$

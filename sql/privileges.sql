@@ -3,7 +3,9 @@
 -- privileges on the table, can use every API function; nobody else can,
 -- and nobody can write idem_gate.claims directly.
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS idem_gate;
+RESET client_min_messages;
 
 CREATE ROLE regress_idem_n8n LOGIN;
 CREATE ROLE regress_idem_other LOGIN;

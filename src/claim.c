@@ -370,21 +370,13 @@ ig_state_from_datum(Oid typoid, Datum d)
 }
 
 /*
- * Start an API call: check the key and workflow, refuse writes in a
- * read-only transaction (and so on a standby) with PostgreSQL's own error,
- * act as the function's owner, connect to SPI.
+ * The owner of the called function: the role the API acts as.
  */
-static void
-ig_begin(FunctionCallInfo fcinfo, IgCall *call, const char *fname, bool writes)
+Oid
+idem_function_owner(FunctionCallInfo fcinfo)
 {
 	HeapTuple	proctup;
 	Oid			owner;
-
-	call->key = ig_check_name(fcinfo, 0, "key", &call->key_str);
-	call->workflow = ig_check_name(fcinfo, 1, "workflow", &call->workflow_str);
-
-	if (writes)
-		PreventCommandIfReadOnly(fname);
 
 	proctup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
 	if (!HeapTupleIsValid(proctup))
@@ -392,10 +384,27 @@ ig_begin(FunctionCallInfo fcinfo, IgCall *call, const char *fname, bool writes)
 			 fcinfo->flinfo->fn_oid);
 	owner = ((Form_pg_proc) GETSTRUCT(proctup))->proowner;
 	ReleaseSysCache(proctup);
+	return owner;
+}
+
+/*
+ * Start an API call: check the key and workflow, refuse writes in a
+ * read-only transaction (and so on a standby) with PostgreSQL's own error,
+ * act as the function's owner, connect to SPI.
+ */
+static void
+ig_begin(FunctionCallInfo fcinfo, IgCall *call, const char *fname, bool writes)
+{
+	call->key = ig_check_name(fcinfo, 0, "key", &call->key_str);
+	call->workflow = ig_check_name(fcinfo, 1, "workflow", &call->workflow_str);
+
+	if (writes)
+		PreventCommandIfReadOnly(fname);
 
 	call->callcxt = CurrentMemoryContext;
 	GetUserIdAndSecContext(&call->save_userid, &call->save_sec_context);
-	SetUserIdAndSecContext(owner, call->save_sec_context |
+	SetUserIdAndSecContext(idem_function_owner(fcinfo),
+						   call->save_sec_context |
 						   SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
 

@@ -11,17 +11,47 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 
 #include "idem_gate.h"
+#include "janitor.h"
 #include "stats.h"
 
 PG_MODULE_MAGIC;
 
 int			idem_max_key_length = 255;
 bool		idem_preloaded = false;
+
+static const struct config_enum_entry ig_stuck_action_options[] = {
+	{"alert", IDEM_STUCK_ALERT, false},
+	{"review", IDEM_STUCK_REVIEW, false},
+	{NULL, 0, false}
+};
+
+/*
+ * idem_gate.database: a database name is all we can check before the
+ * server runs; the launcher reports a database that does not exist.
+ */
+static bool
+ig_check_database(char **newval, void **extra, GucSource source)
+{
+	if (*newval == NULL || (*newval)[0] == '\0')
+	{
+		GUC_check_errdetail("idem_gate.database must name the database where idem_gate is installed.");
+		return false;
+	}
+	if (strlen(*newval) >= NAMEDATALEN)
+	{
+		GUC_check_errdetail("Database names are at most %d bytes long.", NAMEDATALEN - 1);
+		return false;
+	}
+	return true;
+}
 
 /*
  * Define the settings, and remember whether we are being preloaded: a
@@ -43,12 +73,79 @@ _PG_init(void)
 							0,
 							NULL, NULL, NULL);
 
+	/*
+	 * The janitor's settings.  janitor_run() uses them without preloading,
+	 * and a superuser may SET them for a one-off pass; the worker re-reads
+	 * them from the configuration on SIGHUP.
+	 */
+	DefineCustomIntVariable("idem_gate.retention",
+							"How long completed claims are kept.",
+							"Keep keys longer than any sender retries: Stripe retries for 3 days.",
+							&idem_retention,
+							30 * SECS_PER_DAY, 1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("idem_gate.failed_retention",
+							"How long failed_retryable claims are kept.",
+							NULL,
+							&idem_failed_retention,
+							7 * SECS_PER_DAY, 1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("idem_gate.stuck_after",
+							"Age after which a claim still processing raises an alert.",
+							"Measured from the claim's last heartbeat (updated_at).",
+							&idem_stuck_after,
+							15 * SECS_PER_MINUTE, 1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomEnumVariable("idem_gate.stuck_action",
+							 "What the janitor does with a stuck claim: alert, or alert and move it to needs_review.",
+							 NULL,
+							 &idem_stuck_action,
+							 IDEM_STUCK_ALERT, ig_stuck_action_options,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("idem_gate.batch_size",
+							"Rows the janitor handles per transaction.",
+							NULL,
+							&idem_batch_size,
+							1000, 1, 1000000,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("idem_gate.naptime",
+							"Time between janitor passes.",
+							NULL,
+							&idem_naptime,
+							10, 1, SECS_PER_DAY,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	if (idem_preloaded)
+	{
+		DefineCustomStringVariable("idem_gate.database",
+								   "Database the janitor works in.",
+								   NULL,
+								   &idem_database,
+								   "postgres",
+								   PGC_POSTMASTER, 0,
+								   ig_check_database, NULL, NULL);
+		DefineCustomStringVariable("idem_gate.worker_role",
+								   "Role the janitor connects as; empty means the bootstrap superuser.",
+								   NULL,
+								   &idem_worker_role,
+								   "",
+								   PGC_POSTMASTER, 0,
+								   NULL, NULL, NULL);
+	}
+
 	MarkGUCPrefixReserved("idem_gate");
 
 	if (!idem_preloaded)
 		return;
 
 	idem_stats_request_shmem();
+	idem_worker_register();
 }
 
 /*

@@ -30,5 +30,6 @@ extern void _PG_init(void);
 
 /* claim.c */
 extern char *idem_display(const char *s);
+extern Oid	idem_function_owner(FunctionCallInfo fcinfo);
 
 #endif							/* IDEM_GATE_H */

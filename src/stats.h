@@ -40,6 +40,9 @@ extern void idem_stats_request_shmem(void);
 extern void idem_stats_count(IgStat stat);
 extern void idem_stats_add(IgStat stat, uint64 n);
 extern void idem_stats_pass_done(TimestampTz start, TimestampTz end);
+extern bool idem_janitor_slot_take(void);
+extern void idem_janitor_slot_release(void);
+extern bool idem_janitor_running(void);
 
 static inline void
 idem_stats_count_outcome(IgOutcome outcome)

@@ -36,6 +36,7 @@ CREATE TABLE idem_gate.claims (
 	claimed_at		timestamptz NOT NULL,
 	updated_at		timestamptz NOT NULL,
 	completed_at	timestamptz,
+	alerted_token	bigint,
 	CONSTRAINT claims_pkey PRIMARY KEY (workflow, key),
 	CONSTRAINT claims_workflow_not_empty CHECK (workflow OPERATOR(pg_catalog.<>) ''),
 	CONSTRAINT claims_key_not_empty CHECK (key OPERATOR(pg_catalog.<>) ''),

@@ -1,7 +1,7 @@
 -- The schema contract of idem_gate: types and labels, the claims table,
 -- keys, constraints, indexes, function signatures and privileges.
 BEGIN;
-SELECT plan(80);
+SELECT plan(90);
 
 -- schema and types
 SELECT has_schema('idem_gate');
@@ -18,7 +18,7 @@ SELECT has_table('idem_gate', 'claims', 'idem_gate.claims exists');
 SELECT columns_are('idem_gate', 'claims', ARRAY[
 	'workflow', 'key', 'state', 'attempt', 'token', 'execution_id',
 	'fingerprint', 'result', 'last_error', 'created_at', 'claimed_at',
-	'updated_at', 'completed_at']);
+	'updated_at', 'completed_at', 'alerted_token']);
 SELECT col_type_is('idem_gate', 'claims', 'workflow', 'text', 'workflow is text');
 SELECT col_type_is('idem_gate', 'claims', 'key', 'text', 'key is text');
 SELECT col_type_is('idem_gate', 'claims', 'state', 'idem_gate', 'state', 'state is idem_gate.state');
@@ -106,6 +106,17 @@ SELECT is(
 SELECT volatility_is('public', 'idem_claim', ARRAY['text', 'text', 'interval'], 'volatile');
 SELECT has_function('idem_gate', 'stats_reset', ARRAY[]::text[]);
 SELECT has_view('idem_gate', 'stats', 'the stats view exists');
+SELECT has_table('idem_gate', 'policies', 'idem_gate.policies exists');
+SELECT col_is_pk('idem_gate', 'policies', 'workflow', 'one policy per workflow');
+SELECT col_type_is('idem_gate', 'policies', c, 'interval', c || ' is an interval')
+  FROM unnest(ARRAY['retention', 'failed_retention', 'stuck_after']) c;
+SELECT has_function('idem_gate', 'janitor_run', ARRAY[]::text[]);
+SELECT is(pg_get_function_result('idem_gate.janitor_run()'::regprocedure),
+	'record', 'janitor_run returns one row');
+SELECT is(has_function_privilege('public', 'idem_gate.janitor_run()', 'EXECUTE'), false,
+	'janitor_run is not executable by PUBLIC');
+SELECT is(has_table_privilege('public', 'idem_gate.policies', 'INSERT'), false,
+	'PUBLIC cannot write policies');
 
 -- privileges: the gate is not public, the table is written only through it
 SELECT is(has_function_privilege('public', f, 'EXECUTE'), false, f || ' is not executable by PUBLIC')
