@@ -1,7 +1,7 @@
 -- The schema contract of idem_gate: types and labels, the claims table,
 -- keys, constraints, indexes, function signatures and privileges.
 BEGIN;
-SELECT plan(90);
+SELECT plan(89);
 
 -- schema and types
 SELECT has_schema('idem_gate');
