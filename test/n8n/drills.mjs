@@ -5,7 +5,7 @@
 //
 // E2E_ONLY=1,2,5 runs some drills only (setup is always done).
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync, openSync, readFileSync, writeFileSync, closeSync } from 'node:fs';
+import { mkdirSync, openSync, readFileSync, writeFileSync, closeSync, rmSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -70,12 +70,16 @@ const n8nEnv = {
   N8N_COMMUNITY_PACKAGES_ENABLED: 'false',
   N8N_AI_ENABLED: 'false',
   N8N_SENTRY_DSN: '',
+  // endpoints n8n would call out to, pointed at a closed loopback port
+  N8N_LICENSE_SERVER_URL: 'http://127.0.0.1:9/',
+  N8N_TEMPLATES_HOST: 'http://127.0.0.1:9/',
+  N8N_VERSION_NOTIFICATIONS_ENDPOINT: 'http://127.0.0.1:9/',
+  N8N_DYNAMIC_BANNERS_ENDPOINT: 'http://127.0.0.1:9/',
   N8N_FRONTEND_SENTRY_DSN: '',
   EXTERNAL_FRONTEND_HOOKS_URLS: '',
   N8N_LOG_LEVEL: env.E2E_N8N_LOG_LEVEL ?? 'info',
   N8N_LOG_OUTPUT: 'console',
   EXECUTIONS_MODE: 'regular',
-  N8N_RUNNERS_ENABLED: 'true',
   DB_TYPE: 'sqlite',
   NODE_OPTIONS: '--max-old-space-size=4096',
 };
@@ -120,6 +124,7 @@ async function stopN8n(signal = 'SIGTERM') {
   try {
     process.kill(-p.pid, 'SIGKILL');
   } catch {}
+  rmSync(join(WORK, 'n8n.pid'), { force: true });
 }
 
 // ------------------------------------------------------------------ HTTP --

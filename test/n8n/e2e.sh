@@ -83,7 +83,8 @@ cleanup() {
   # catches what is left when the script is interrupted.
   if [ -f "$WORK/n8n.pid" ]; then
     local p; p=$(cat "$WORK/n8n.pid")
-    kill "$p" 2>/dev/null && sleep 2; kill -9 "$p" 2>/dev/null
+    # drills.mjs starts n8n as the leader of its own process group
+    kill -TERM -- "-$p" 2>/dev/null && sleep 3; kill -KILL -- "-$p" 2>/dev/null
   fi
   if [ "$PG_STARTED" = 1 ]; then
     runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1
@@ -137,17 +138,9 @@ else
   export E2E_HAS_STUCK_AFTER=0
 fi
 
-# idem_hash comes with canonical JSON; until that is installed, a development
-# stand-in (NOT canonical) can be asked for explicitly and is reported loudly
 if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_proc WHERE proname = 'idem_hash'")" = 0 ]; then
-  if [ "${IDEM_E2E_HASH_STANDIN:-0}" = 1 ]; then
-    log "WARNING: idem_hash is not installed; using a NON-canonical stand-in (IDEM_E2E_HASH_STANDIN=1)"
-    psql -d "$E2E_DB" -f "$HERE/hash_standin.sql"
-    export E2E_HASH_STANDIN=1
-  else
-    echo "idem_hash is not installed: this idem_gate build lacks canonical JSON (IDEM_E2E_HASH_STANDIN=1 runs with a stand-in)" >&2
-    exit 1
-  fi
+  echo "idem_hash is not installed: this idem_gate build lacks canonical JSON, which the examples use" >&2
+  exit 1
 fi
 
 # --- 4. the n8n role, with exactly the GRANT lines of docs/n8n.md --------------
