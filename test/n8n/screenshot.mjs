@@ -43,7 +43,21 @@ export async function screenshots({ base, email, password, outDir, workflows }) 
     await page.waitForURL((u) => !u.pathname.startsWith('/signin'), { timeout: 30000 });
     for (const { id, file } of workflows) {
       await page.goto(`${base}/workflow/${id}`, { waitUntil: 'domcontentloaded' });
-      await page.locator('.vue-flow__node').first().waitFor({ timeout: 60000 });
+      try {
+        // a loaded machine can take long to build the editor: one reload, then give up
+        await page
+          .locator('.vue-flow__node')
+          .first()
+          .waitFor({ timeout: 60000 })
+          .catch(async () => {
+            await page.reload({ waitUntil: 'domcontentloaded' });
+            await page.locator('.vue-flow__node').first().waitFor({ timeout: 90000 });
+          });
+      } catch (e) {
+        const debug = join(process.env.E2E_WORK ?? tmpdir(), `screenshot-failed-${id}.png`);
+        await page.screenshot({ path: debug }).catch(() => {});
+        throw new Error(`the editor showed no workflow canvas for ${id} (page saved as ${debug}): ${e.message}`);
+      }
       await page.waitForTimeout(1500);
       // close pop-ups and toasts, then fit the whole workflow in view
       await page.keyboard.press('Escape');
