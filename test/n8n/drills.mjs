@@ -185,7 +185,8 @@ async function rest(method, path, body) {
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const setCookie = r.headers.get('set-cookie');
-  if (setCookie) cookie = setCookie.split(';')[0];
+  const auth = setCookie && /(^|,\s*)(n8n-auth=[^;]*)/.exec(setCookie);
+  if (auth && auth[2] !== 'n8n-auth=') cookie = auth[2];
   const text = await r.text();
   let json = null;
   try {
@@ -198,6 +199,7 @@ async function ownerLogin() {
   const creds = OWNER;
   let r = await rest('POST', '/owner/setup', creds);
   if (r.status !== 200) r = await rest('POST', '/login', { emailOrLdapLoginId: creds.email, password: creds.password });
+  if (r.status === 200 && !cookie) throw new Error('n8n login gave no n8n-auth cookie');
   if (r.status !== 200) throw new Error(`n8n login failed: ${r.status} ${r.text.slice(0, 200)}`);
 }
 async function execution(id) {
@@ -378,7 +380,10 @@ async function alertCount() {
 
 async function drill7() {
   // retry, from n8n's REST API, the failed execution of drill 5 (side effect
-  // refused) and the crashed one of drill 6 (killed after the side effect)
+  // refused) and the crashed one of drill 6 (killed after the side effect);
+  // log in afresh: n8n was restarted by drill 6
+  cookie = null;
+  await ownerLogin();
   const parts = [];
   let pass = true;
   let sent = 0;
