@@ -29,20 +29,30 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_enum.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
+#include "utils/fmgroids.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -83,7 +93,6 @@ static IgEnumCache ig_outcome_cache;
 /* The prepared plans, kept for the life of the backend. */
 typedef enum IgPlanId
 {
-	IG_PLAN_PROBE,
 	IG_PLAN_INSERT,
 	IG_PLAN_RETRY,
 	IG_PLAN_TAKEOVER,
@@ -105,6 +114,10 @@ typedef struct IgPlanDef
 /*
  * The SQL of every plan.  Everything is schema-qualified, operators
  * included, so that a caller's search_path can never change what runs.
+ * Tests of the state are written "(...) IS TRUE" so that they cannot use
+ * the (state, updated_at) index: every plan must find its row through the
+ * primary key, even a generic plan made while the table was empty (which
+ * otherwise may scan every processing row for each call).
  * A row's timestamps never go backwards, even if the clock does:
  * GREATEST(now(), updated_at) keeps the CHECK constraints true.
  */
@@ -118,12 +131,6 @@ typedef struct IgPlanDef
 	" RETURNING c.state, c.token, c.attempt, c.claimed_at"
 
 static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
-	[IG_PLAN_PROBE] = {
-		"SELECT c.state, c.token, c.attempt, c.claimed_at, c.updated_at,"
-		" c.execution_id, c.fingerprint, c.result"
-		" FROM idem_gate.claims c" IG_WHERE_KEY,
-		2, {TEXTOID, TEXTOID}
-	},
 	[IG_PLAN_INSERT] = {
 		"INSERT INTO idem_gate.claims AS c (workflow, key, state, attempt,"
 		" token, execution_id, fingerprint, created_at, claimed_at, updated_at)"
@@ -138,7 +145,7 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 		" execution_id = $3, fingerprint = COALESCE(c.fingerprint, $4),"
 		" claimed_at = " IG_NOW_OR_LATER ", updated_at = " IG_NOW_OR_LATER
 		IG_WHERE_KEY
-		" AND c.state OPERATOR(pg_catalog.=) 'failed_retryable'"
+		" AND (c.state OPERATOR(pg_catalog.=) 'failed_retryable') IS TRUE"
 		" AND c.token OPERATOR(pg_catalog.=) $5" IG_RETURNING,
 		5, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID}
 	},
@@ -148,7 +155,7 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 		" execution_id = $3, fingerprint = COALESCE(c.fingerprint, $4),"
 		" claimed_at = " IG_NOW_OR_LATER ", updated_at = " IG_NOW_OR_LATER
 		IG_WHERE_KEY
-		" AND c.state OPERATOR(pg_catalog.=) 'processing'"
+		" AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
 		" AND c.token OPERATOR(pg_catalog.=) $5"
 		" AND c.updated_at OPERATOR(pg_catalog.<=) $6" IG_RETURNING,
 		6, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID}
@@ -156,7 +163,7 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 	[IG_PLAN_HEARTBEAT] = {
 		"UPDATE idem_gate.claims c SET updated_at = " IG_NOW_OR_LATER
 		IG_WHERE_KEY
-		" AND c.state OPERATOR(pg_catalog.=) 'processing'"
+		" AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
 		" AND c.token OPERATOR(pg_catalog.=) $3" IG_RETURNING,
 		3, {TEXTOID, TEXTOID, INT8OID}
 	},
@@ -164,7 +171,7 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 		"UPDATE idem_gate.claims c SET state = 'completed', result = $4,"
 		" completed_at = " IG_NOW_OR_LATER ", updated_at = " IG_NOW_OR_LATER
 		IG_WHERE_KEY
-		" AND c.state OPERATOR(pg_catalog.=) 'processing'"
+		" AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
 		" AND ($3 IS NULL OR c.token OPERATOR(pg_catalog.=) $3)" IG_RETURNING,
 		4, {TEXTOID, TEXTOID, INT8OID, JSONBOID}
 	},
@@ -174,7 +181,7 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 		" ELSE 'needs_review'::idem_gate.state END,"
 		" last_error = $4, updated_at = " IG_NOW_OR_LATER
 		IG_WHERE_KEY
-		" AND c.state OPERATOR(pg_catalog.=) 'processing'"
+		" AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
 		" AND ($3 IS NULL OR c.token OPERATOR(pg_catalog.=) $3)" IG_RETURNING,
 		5, {TEXTOID, TEXTOID, INT8OID, TEXTOID, BOOLOID}
 	},
@@ -187,7 +194,7 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 		" updated_at = " IG_NOW_OR_LATER
 		IG_WHERE_KEY
 		" AND (c.state OPERATOR(pg_catalog.=) 'processing'"
-		" OR c.state OPERATOR(pg_catalog.=) 'needs_review')" IG_RETURNING,
+		" OR c.state OPERATOR(pg_catalog.=) 'needs_review') IS TRUE" IG_RETURNING,
 		4, {TEXTOID, TEXTOID, BOOLOID, JSONBOID}
 	},
 	[IG_PLAN_STATUS] = {
@@ -198,7 +205,7 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 
 static SPIPlanPtr ig_plans[IG_NUM_PLANS];
 
-/* The row as read by IG_PLAN_PROBE (or the RETURNING of a write). */
+/* The row as read by ig_probe() (or the RETURNING of a write). */
 typedef struct IgRow
 {
 	bool		found;
@@ -207,11 +214,36 @@ typedef struct IgRow
 	int32		attempt;
 	TimestampTz claimed_at;
 	TimestampTz updated_at;
-	char	   *execution_id;	/* NULL if null; valid until ig_end() */
+	char	   *execution_id;	/* NULL if null */
 	char	   *fingerprint;	/* likewise */
 	bool		result_isnull;
-	Datum		result;			/* in SPI memory until ig_result_copy() */
+	Datum		result;			/* a detoasted copy, in the caller's context */
 } IgRow;
+
+/*
+ * The columns ig_probe() reads, and their numbers in idem_gate.claims,
+ * looked up once per table OID.
+ */
+typedef enum IgCol
+{
+	IG_COL_STATE,
+	IG_COL_TOKEN,
+	IG_COL_ATTEMPT,
+	IG_COL_CLAIMED_AT,
+	IG_COL_UPDATED_AT,
+	IG_COL_EXECUTION_ID,
+	IG_COL_FINGERPRINT,
+	IG_COL_RESULT,
+	IG_NUM_COLS
+} IgCol;
+
+static const char *const ig_col_names[IG_NUM_COLS] = {
+	"state", "token", "attempt", "claimed_at", "updated_at",
+	"execution_id", "fingerprint", "result"
+};
+
+static Oid	ig_claims_relid = InvalidOid;
+static AttrNumber ig_col_attnums[IG_NUM_COLS];
 
 /* What each API function sets up and tears down. */
 typedef struct IgCall
@@ -223,6 +255,7 @@ typedef struct IgCall
 	Datum		key;
 	const char *workflow_str;	/* for messages */
 	const char *key_str;
+	bool		spi_connected;	/* only calls that write need SPI */
 } IgCall;
 
 
@@ -390,7 +423,7 @@ idem_function_owner(FunctionCallInfo fcinfo)
 /*
  * Start an API call: check the key and workflow, refuse writes in a
  * read-only transaction (and so on a standby) with PostgreSQL's own error,
- * act as the function's owner, connect to SPI.
+ * act as the function's owner.  SPI is connected on first use.
  */
 static void
 ig_begin(FunctionCallInfo fcinfo, IgCall *call, const char *fname, bool writes)
@@ -407,17 +440,16 @@ ig_begin(FunctionCallInfo fcinfo, IgCall *call, const char *fname, bool writes)
 						   call->save_sec_context |
 						   SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	call->spi_connected = false;
 }
 
 /* Finish an API call: disconnect from SPI and become the caller again. */
 static void
 ig_end(IgCall *call)
 {
-	if (SPI_finish() != SPI_OK_FINISH)
+	if (call->spi_connected && SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
+	call->spi_connected = false;
 	SetUserIdAndSecContext(call->save_userid, call->save_sec_context);
 }
 
@@ -427,9 +459,16 @@ ig_end(IgCall *call)
  * means the same thing.
  */
 static int
-ig_exec(IgPlanId id, Datum *values, const char *nulls)
+ig_exec(IgCall *call, IgPlanId id, Datum *values, const char *nulls)
 {
 	int			rc;
+
+	if (!call->spi_connected)
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		call->spi_connected = true;
+	}
 
 	if (ig_plans[id] == NULL)
 	{
@@ -455,9 +494,8 @@ ig_exec(IgPlanId id, Datum *values, const char *nulls)
 }
 
 /*
- * Read the first row of the last result into *row.  The columns common to
- * every result come first: state, token, attempt, claimed_at; the probe
- * adds updated_at, execution_id, fingerprint and result.
+ * Read the RETURNING row of the last write into *row: state, token,
+ * attempt, claimed_at.
  */
 static void
 ig_read_row(IgRow *row)
@@ -475,39 +513,104 @@ ig_read_row(IgRow *row)
 	row->attempt = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
 	row->claimed_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
 	row->result_isnull = true;
-	if (desc->natts < 8)
-		return;
-
-	row->updated_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
-	row->execution_id = SPI_getvalue(tup, desc, 6);
-	row->fingerprint = SPI_getvalue(tup, desc, 7);
-	row->result = SPI_getbinval(tup, desc, 8, &row->result_isnull);
 }
 
-/* Read the row of (workflow, key) as it is now; found = false if none. */
+/*
+ * The OID of idem_gate.claims; the numbers of the columns ig_probe() reads
+ * are looked up again whenever it changes (DROP/CREATE EXTENSION).
+ */
+static Oid
+ig_claims_oid(void)
+{
+	Oid			nsp = get_namespace_oid("idem_gate", false);
+	Oid			relid = get_relname_relid("claims", nsp);
+
+	if (!OidIsValid(relid))
+		elog(ERROR, "relation idem_gate.claims does not exist");
+	if (relid != ig_claims_relid)
+	{
+		for (int i = 0; i < IG_NUM_COLS; i++)
+		{
+			ig_col_attnums[i] = get_attnum(relid, ig_col_names[i]);
+			if (ig_col_attnums[i] == InvalidAttrNumber)
+				elog(ERROR, "idem_gate.claims has no column \"%s\"",
+					 ig_col_names[i]);
+		}
+		ig_claims_relid = relid;
+	}
+	return relid;
+}
+
+/*
+ * Read the row of (workflow, key) as it is now; found = false if none.
+ *
+ * This is the whole of a duplicate claim, so it reads the primary key
+ * index directly rather than through SPI and the executor.  Like an SPI
+ * query it takes a new snapshot (under READ COMMITTED), so after waiting
+ * for a concurrent claim it sees that claim's committed row.  Values are
+ * copied into the caller's memory context.
+ */
 static void
 ig_probe(IgCall *call, IgRow *row)
 {
-	Datum		values[2] = {call->workflow, call->key};
-
-	if (ig_exec(IG_PLAN_PROBE, values, NULL) == 0)
-	{
-		memset(row, 0, sizeof(*row));
-		row->found = false;
-		return;
-	}
-	ig_read_row(row);
-}
-
-/* Copy a stored receipt out of SPI memory into the caller's context. */
-static Datum
-ig_result_copy(IgCall *call, IgRow *row)
-{
 	MemoryContext old = MemoryContextSwitchTo(call->callcxt);
-	Datum		copy = PointerGetDatum(DatumGetJsonbPCopy(row->result));
+	Relation	rel;
+	Relation	idx;
+	ScanKeyData skey[2];
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	Snapshot	snap;
 
+	memset(row, 0, sizeof(*row));
+	row->result_isnull = true;
+
+	rel = table_open(ig_claims_oid(), AccessShareLock);
+	idx = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+	ScanKeyInit(&skey[0], 1, BTEqualStrategyNumber, F_TEXTEQ, call->workflow);
+	skey[0].sk_collation = idx->rd_indcollation[0];
+	ScanKeyInit(&skey[1], 2, BTEqualStrategyNumber, F_TEXTEQ, call->key);
+	skey[1].sk_collation = idx->rd_indcollation[1];
+
+	CommandCounterIncrement();
+	snap = RegisterSnapshot(GetTransactionSnapshot());
+	slot = table_slot_create(rel, NULL);
+	scan = index_beginscan(rel, idx, snap, 2, 0);
+	index_rescan(scan, skey, 2, NULL, 0);
+
+	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		Oid			statetype;
+		bool		isnull;
+		Datum		d;
+
+		statetype = TupleDescAttr(RelationGetDescr(rel),
+								  ig_col_attnums[IG_COL_STATE] - 1)->atttypid;
+		row->found = true;
+		d = slot_getattr(slot, ig_col_attnums[IG_COL_STATE], &isnull);
+		row->state = ig_state_from_datum(statetype, d);
+		d = slot_getattr(slot, ig_col_attnums[IG_COL_TOKEN], &isnull);
+		row->token = DatumGetInt64(d);
+		d = slot_getattr(slot, ig_col_attnums[IG_COL_ATTEMPT], &isnull);
+		row->attempt = DatumGetInt32(d);
+		d = slot_getattr(slot, ig_col_attnums[IG_COL_CLAIMED_AT], &isnull);
+		row->claimed_at = DatumGetTimestampTz(d);
+		d = slot_getattr(slot, ig_col_attnums[IG_COL_UPDATED_AT], &isnull);
+		row->updated_at = DatumGetTimestampTz(d);
+		d = slot_getattr(slot, ig_col_attnums[IG_COL_EXECUTION_ID], &isnull);
+		row->execution_id = isnull ? NULL : TextDatumGetCString(d);
+		d = slot_getattr(slot, ig_col_attnums[IG_COL_FINGERPRINT], &isnull);
+		row->fingerprint = isnull ? NULL : TextDatumGetCString(d);
+		d = slot_getattr(slot, ig_col_attnums[IG_COL_RESULT], &row->result_isnull);
+		if (!row->result_isnull)
+			row->result = PointerGetDatum(DatumGetJsonbPCopy(d));
+	}
+
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	UnregisterSnapshot(snap);
+	index_close(idx, NoLock);
+	table_close(rel, NoLock);
 	MemoryContextSwitchTo(old);
-	return copy;
 }
 
 /* Raise the "no claim exists" error. */
@@ -657,7 +760,7 @@ ig_claim(FunctionCallInfo fcinfo, const char *fname, IgClaimResult *res)
 		if (!row->found)
 		{
 			/* first claim: exactly one concurrent inserter wins */
-			if (ig_exec(IG_PLAN_INSERT, values, nulls) == 0)
+			if (ig_exec(&call, IG_PLAN_INSERT, values, nulls) == 0)
 				continue;
 			ig_read_row(row);
 			res->outcome = IG_OUTCOME_NEW;
@@ -681,7 +784,7 @@ ig_claim(FunctionCallInfo fcinfo, const char *fname, IgClaimResult *res)
 		{
 			res->outcome = IG_OUTCOME_COMPLETED;
 			if (!row->result_isnull)
-				res->result = ig_result_copy(&call, row);
+				res->result = row->result;
 			break;
 		}
 		if (row->state == IG_NEEDS_REVIEW)
@@ -693,7 +796,7 @@ ig_claim(FunctionCallInfo fcinfo, const char *fname, IgClaimResult *res)
 		{
 			/* a retry after a clean failure is a new attempt */
 			values[4] = Int64GetDatum(row->token);
-			if (ig_exec(IG_PLAN_RETRY, values, nulls) == 0)
+			if (ig_exec(&call, IG_PLAN_RETRY, values, nulls) == 0)
 				continue;
 			ig_read_row(row);
 			res->outcome = IG_OUTCOME_NEW;
@@ -714,7 +817,7 @@ ig_claim(FunctionCallInfo fcinfo, const char *fname, IgClaimResult *res)
 		{
 			values[4] = Int64GetDatum(row->token);
 			values[5] = TimestampTzGetDatum(cutoff);
-			if (ig_exec(IG_PLAN_TAKEOVER, values, nulls) == 0)
+			if (ig_exec(&call, IG_PLAN_TAKEOVER, values, nulls) == 0)
 				continue;
 			ig_read_row(row);
 			res->outcome = IG_OUTCOME_STALE_TAKEN;
@@ -725,9 +828,6 @@ ig_claim(FunctionCallInfo fcinfo, const char *fname, IgClaimResult *res)
 		break;
 	}
 
-	/* pointers into SPI memory die here */
-	res->row.execution_id = NULL;
-	res->row.fingerprint = NULL;
 	ig_end(&call);
 
 	idem_stats_count_outcome(res->outcome);
@@ -818,7 +918,7 @@ idem_heartbeat(PG_FUNCTION_ARGS)
 	values[0] = call.workflow;
 	values[1] = call.key;
 	values[2] = Int64GetDatum(token);
-	owns = ig_exec(IG_PLAN_HEARTBEAT, values, NULL) == 1;
+	owns = ig_exec(&call, IG_PLAN_HEARTBEAT, values, NULL) == 1;
 	if (!owns)
 	{
 		ig_probe(&call, &row);
@@ -860,7 +960,7 @@ idem_complete(PG_FUNCTION_ARGS)
 	{
 		CHECK_FOR_INTERRUPTS();
 
-		if (ig_exec(IG_PLAN_COMPLETE, values, nulls) == 1)
+		if (ig_exec(&call, IG_PLAN_COMPLETE, values, nulls) == 1)
 			break;
 
 		ig_probe(&call, &row);
@@ -913,7 +1013,7 @@ idem_fail(PG_FUNCTION_ARGS)
 	{
 		CHECK_FOR_INTERRUPTS();
 
-		if (ig_exec(IG_PLAN_FAIL, values, nulls) == 1)
+		if (ig_exec(&call, IG_PLAN_FAIL, values, nulls) == 1)
 		{
 			ig_read_row(&row);
 			break;
@@ -983,7 +1083,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 	values[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
 	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
 
-	if (ig_exec(IG_PLAN_RESOLVE, values, nulls) == 1)
+	if (ig_exec(&call, IG_PLAN_RESOLVE, values, nulls) == 1)
 		ig_read_row(&row);
 	else
 	{
@@ -1020,7 +1120,7 @@ idem_status(PG_FUNCTION_ARGS)
 
 	values[0] = call.workflow;
 	values[1] = call.key;
-	if (ig_exec(IG_PLAN_STATUS, values, NULL) == 1)
+	if (ig_exec(&call, IG_PLAN_STATUS, values, NULL) == 1)
 	{
 		bool		isnull;
 		HeapTupleHeader rec;
