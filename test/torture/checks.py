@@ -143,8 +143,8 @@ def check_all(h, history, final, amcheck, worker_at_end):
                     r1.bad('%s/%s: token %d handed from run %s to run %s'
                            % (w, k, tok, prev[7], ex))
                 if pstate != 'processing' or att != prev[6]:
-                    illegal.append('%s/%s: token %d went from %s to %s'
-                                   % (w, k, tok, pstate, state))
+                    illegal.append('%s/%s: token %d went from %s (attempt %d) to %s (attempt %d)'
+                                   % (w, k, tok, pstate, prev[6], state, att))
             prev = row
     results.append(r1)
 
@@ -166,8 +166,11 @@ def check_all(h, history, final, amcheck, worker_at_end):
             f = fin.get((c['w'], c['k']))
             if f is None or f[2] != c['out'] or \
                     (c['out'] == 'completed' and f[6] != c['res']):
-                r2.bad('%s/%s: a claim answered %s but the row is now %s'
-                       % (c['w'], c['k'], c['out'], f[2:4] if f else 'gone'))
+                r2.bad('%s/%s: a claim answered %s%s but the row is now %s'
+                       % (c['w'], c['k'], c['out'],
+                          ' with result %s' % json.dumps(c['res']) if c['res'] else '',
+                          '%s (token %d) with result %s' % (f[2], f[3], json.dumps(f[6]))
+                          if f else 'gone'))
     fenced = 0
     for c in completes:
         if c['st'] == 'ok':

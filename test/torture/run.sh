@@ -30,4 +30,5 @@ if [ ! -f /usr/share/postgresql/15/extension/idem_gate.control ]; then
 	echo "run.sh: idem_gate is not installed: run 'make with_llvm=no && make install with_llvm=no' first" >&2
 	echo "0 passed, 1 failed"; exit 1
 fi
+export PYTHONDONTWRITEBYTECODE=1
 exec "$PY" "$here/torture.py" "$@"

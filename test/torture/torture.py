@@ -154,8 +154,11 @@ class Client:
     def pick(self):
         w, stale = WORKFLOWS[self.rng.randrange(len(WORKFLOWS))]
         n = int((now() - self.t0) * KEY_RATE)
-        if self.rng.random() < 0.1:
+        r = self.rng.random()
+        if r < 0.1:
             i = self.rng.randint(0, n)          # a late redelivery
+        elif r < 0.25:                          # the sender retries after a timeout
+            i = max(0, n - int(KEY_RATE * self.rng.uniform(STALE, 3 * STALE)))
         else:                                   # the hot spot: the newest events
             i = max(0, n - int(self.rng.expovariate(1 / 3.0)))
         return w, stale, 'e%d' % i
@@ -225,9 +228,10 @@ class Client:
                         break
                 if not owned and rng.random() < 0.5:
                     continue                    # lost the claim: give up
-            elif r < 0.12:
-                time.sleep(STALE * 1.5)         # a pause longer than the stale interval
-            elif r < 0.14:
+            elif r < 0.15:
+                # a pause longer than the stale interval
+                time.sleep(STALE * rng.uniform(1.2, 2.0))
+            elif r < 0.17:
                 # the owning run re-enters (n8n retries the node)
                 ts = now()
                 st, row = self.call(self.sql_claim, cargs)
