@@ -834,6 +834,56 @@ ig_claim(FunctionCallInfo fcinfo, const char *fname, IgClaimResult *res)
 }
 
 /*
+ * The return type of an enum-returning API function: from the call site,
+ * or by name when called without an expression tree.
+ */
+static Oid
+ig_rettype(FunctionCallInfo fcinfo, const char *name)
+{
+	Oid			rettype = get_fn_expr_rettype(fcinfo->flinfo);
+
+	return OidIsValid(rettype) ? rettype : ig_type_oid(name);
+}
+
+/*
+ * An owner's transition out of processing (idem_complete, idem_fail): try
+ * the update; if it matched nothing, read the row and raise the error that
+ * explains why, or return false when the row is already completed and
+ * completed_ok (a retried completion).  A row that is processing again
+ * (granted again in between) is simply tried once more.  Arguments $3 of
+ * the plan are the token, or NULL not to check it.
+ */
+static bool
+ig_owner_transition(IgCall *call, IgPlanId plan, const char *verb,
+					Datum *values, const char *nulls, bool completed_ok,
+					IgRow *row)
+{
+	bool		has_token = (nulls[2] != 'n');
+	int64		token = DatumGetInt64(values[2]);
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+
+		if (ig_exec(call, plan, values, nulls) == 1)
+		{
+			ig_read_row(row);
+			return true;
+		}
+
+		ig_probe(call, row);
+		if (!row->found)
+			ig_error_no_claim(call, verb);
+		if (has_token && row->token != token)
+			ig_error_stale_token(call, token, row);
+		if (row->state == IG_COMPLETED && completed_ok)
+			return false;
+		if (row->state != IG_PROCESSING)
+			ig_error_state(call, verb, row);
+	}
+}
+
+/*
  * idem_claim(key, workflow, stale_interval): the outcome only.
  */
 PG_FUNCTION_INFO_V1(idem_claim);
@@ -842,15 +892,11 @@ Datum
 idem_claim(PG_FUNCTION_ARGS)
 {
 	IgClaimResult res;
-	Oid			rettype;
 
 	memset(&res, 0, sizeof(res));
 	ig_claim(fcinfo, "idem_claim()", &res);
 
-	rettype = get_fn_expr_rettype(fcinfo->flinfo);
-	if (!OidIsValid(rettype))
-		rettype = ig_type_oid("outcome");
-	PG_RETURN_DATUM(ig_outcome_datum(rettype, res.outcome));
+	PG_RETURN_DATUM(ig_outcome_datum(ig_rettype(fcinfo, "outcome"), res.outcome));
 }
 
 /*
@@ -956,24 +1002,8 @@ idem_complete(PG_FUNCTION_ARGS)
 	values[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
 	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
 
-	for (;;)
-	{
-		CHECK_FOR_INTERRUPTS();
-
-		if (ig_exec(&call, IG_PLAN_COMPLETE, values, nulls) == 1)
-			break;
-
-		ig_probe(&call, &row);
-		if (!row.found)
-			ig_error_no_claim(&call, "complete");
-		if (has_token && row.token != token)
-			ig_error_stale_token(&call, token, &row);
-		if (row.state == IG_COMPLETED)
-			break;				/* a retried completion */
-		if (row.state != IG_PROCESSING)
-			ig_error_state(&call, "complete", &row);
-		/* processing again (retried in between): try once more */
-	}
+	ig_owner_transition(&call, IG_PLAN_COMPLETE, "complete", values, nulls,
+						true, &row);
 
 	ig_end(&call);
 	idem_stats_count(IG_STAT_COMPLETIONS);
@@ -997,7 +1027,6 @@ idem_fail(PG_FUNCTION_ARGS)
 	bool		has_token = !PG_ARGISNULL(2);
 	int64		token = has_token ? PG_GETARG_INT64(2) : 0;
 	bool		retryable = PG_ARGISNULL(4) ? false : PG_GETARG_BOOL(4);
-	Oid			rettype;
 
 	ig_begin(fcinfo, &call, "idem_fail()", true);
 
@@ -1009,32 +1038,13 @@ idem_fail(PG_FUNCTION_ARGS)
 	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
 	values[4] = BoolGetDatum(retryable);
 
-	for (;;)
-	{
-		CHECK_FOR_INTERRUPTS();
-
-		if (ig_exec(&call, IG_PLAN_FAIL, values, nulls) == 1)
-		{
-			ig_read_row(&row);
-			break;
-		}
-
-		ig_probe(&call, &row);
-		if (!row.found)
-			ig_error_no_claim(&call, "fail");
-		if (has_token && row.token != token)
-			ig_error_stale_token(&call, token, &row);
-		if (row.state != IG_PROCESSING)
-			ig_error_state(&call, "fail", &row);
-	}
+	ig_owner_transition(&call, IG_PLAN_FAIL, "fail", values, nulls,
+						false, &row);
 
 	ig_end(&call);
 	idem_stats_count(retryable ? IG_STAT_FAILS_RETRYABLE : IG_STAT_FAILS_REVIEW);
 
-	rettype = get_fn_expr_rettype(fcinfo->flinfo);
-	if (!OidIsValid(rettype))
-		rettype = ig_type_oid("state");
-	PG_RETURN_DATUM(ig_state_datum(rettype, row.state));
+	PG_RETURN_DATUM(ig_state_datum(ig_rettype(fcinfo, "state"), row.state));
 }
 
 /*
@@ -1052,7 +1062,6 @@ idem_resolve(PG_FUNCTION_ARGS)
 	char		nulls[4] = {' ', ' ', ' ', ' '};
 	char	   *resolution;
 	bool		complete;
-	Oid			rettype;
 
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
@@ -1096,10 +1105,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 	ig_end(&call);
 	idem_stats_count(IG_STAT_RESOLVES);
 
-	rettype = get_fn_expr_rettype(fcinfo->flinfo);
-	if (!OidIsValid(rettype))
-		rettype = ig_type_oid("state");
-	PG_RETURN_DATUM(ig_state_datum(rettype, row.state));
+	PG_RETURN_DATUM(ig_state_datum(ig_rettype(fcinfo, "state"), row.state));
 }
 
 /*
