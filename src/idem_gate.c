@@ -113,6 +113,13 @@ _PG_init(void)
 							1000, 1, 1000000,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("idem_gate.batch_delay",
+							"Pause of the background worker between full batches of a pass.",
+							"Spreads a long pass's WAL and I/O so that claims keep their latency; 0 runs batches back to back.",
+							&idem_batch_delay,
+							5, 0, 10000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("idem_gate.naptime",
 							"Time between janitor passes.",
 							NULL,

@@ -28,6 +28,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -43,6 +44,7 @@ int			idem_failed_retention = 7 * SECS_PER_DAY;
 int			idem_stuck_after = 15 * SECS_PER_MINUTE;
 int			idem_stuck_action = IDEM_STUCK_ALERT;
 int			idem_batch_size = 1000;
+int			idem_batch_delay = 5;
 
 /* Examples named in the pass's WARNING line. */
 #define IG_ALERT_EXAMPLES	3
@@ -274,14 +276,28 @@ ig_batches(IgPass *pass, IgJanitorPlan id)
 	uint64		n;
 
 	pass->cursor = DT_NOBEGIN;
-	do
+	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
 		n = ig_batch(pass, id);
 		total += n;
 		if (id == IG_JPLAN_STUCK)
 			pass->counts->alerts += n;
-	} while (n >= (uint64) idem_batch_size);
+		if (n < (uint64) idem_batch_size)
+			break;
+
+		/*
+		 * In the worker, pause between full batches so that a long pass
+		 * spreads its WAL and I/O instead of flooding the claims' commits.
+		 * SIGTERM still ends the wait at once.
+		 */
+		if (pass->own_transactions && idem_batch_delay > 0)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 idem_batch_delay, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+	}
 	return total;
 }
 

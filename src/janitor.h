@@ -29,6 +29,7 @@ extern int	idem_failed_retention;
 extern int	idem_stuck_after;
 extern int	idem_stuck_action;
 extern int	idem_batch_size;
+extern int	idem_batch_delay;
 extern int	idem_naptime;
 extern char *idem_database;
 extern char *idem_worker_role;

@@ -19,6 +19,8 @@
  */
 #include "postgres.h"
 
+#include <sys/resource.h>
+
 #include "access/heapam.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -49,6 +51,12 @@ char	   *idem_worker_role = NULL;
 
 /* Pause before starting the janitor again after it exited. */
 #define IG_RESTART_SECS		10
+
+/*
+ * The janitor's scheduling priority.  Its passes are background work: on a
+ * busy server the operating system should run the claims first.
+ */
+#define IG_JANITOR_NICE		10
 
 PGDLLEXPORT void idem_gate_launcher_main(Datum main_arg);
 PGDLLEXPORT void idem_gate_janitor_main(Datum main_arg);
@@ -319,6 +327,16 @@ idem_gate_janitor_main(Datum main_arg)
 
 	BackgroundWorkerInitializeConnectionByOid(dboid, roleoid, 0);
 	pgstat_report_appname("idem_gate janitor");
+
+	/*
+	 * Background work yields to the claims: a lower CPU priority, batches
+	 * that do not wait for their WAL flush (a deletion lost in a crash is
+	 * simply done again at the next pass; no client waits for it).
+	 */
+	if (setpriority(PRIO_PROCESS, 0, IG_JANITOR_NICE) != 0)
+		ereport(DEBUG1,
+				(errmsg("idem_gate janitor: could not lower its priority: %m")));
+	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 
 	for (;;)
 	{

@@ -13,7 +13,7 @@
 #   JANITOR_ROUNDS (3) JANITOR_P99_SECONDS (30) JANITOR_SMALL (100000)
 #   JANITOR_BIG (10000000; 0 skips 3) JANITOR_IDLE_SECONDS (15)
 #   JANITOR_CYCLE_SECONDS (240; 0 skips 4) JANITOR_SAMPLE_SECONDS (10)
-#   JANITOR_BATCH_SIZE (server default) BENCH_PORT (55440)
+#   JANITOR_BATCH_SIZE, JANITOR_BATCH_DELAY (server defaults) BENCH_PORT (55440)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$here/../.." && pwd)
@@ -37,6 +37,7 @@ trap '"$ROOT/scripts/cluster.sh" stop "$DIR"; rm -rf "$DIR"' EXIT
 conf=("shared_buffers = '1GB'" "max_wal_size = '8GB'" "checkpoint_timeout = '30min'"
 	  "idem_gate.naptime = '1h'")
 [ -n "${JANITOR_BATCH_SIZE:-}" ] && conf+=("idem_gate.batch_size = ${JANITOR_BATCH_SIZE}")
+[ -n "${JANITOR_BATCH_DELAY:-}" ] && conf+=("idem_gate.batch_delay = '${JANITOR_BATCH_DELAY}'")
 "$ROOT/scripts/cluster.sh" start "$DIR" "$PORT" "${conf[@]}"
 export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
 q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
