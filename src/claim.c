@@ -456,7 +456,9 @@ ig_end(IgCall *call)
 /*
  * Run one of the plans.  Prepared on first use and kept: the SQL text is
  * fully qualified, so a plan re-analyzed after DROP/CREATE EXTENSION still
- * means the same thing.
+ * means the same thing.  Plans are generic from the first call: each finds
+ * one row by primary key whatever the parameters, so planning again per
+ * call would only cost time.
  */
 static int
 ig_exec(IgCall *call, IgPlanId id, Datum *values, const char *nulls)
@@ -475,7 +477,8 @@ ig_exec(IgCall *call, IgPlanId id, Datum *values, const char *nulls)
 		const IgPlanDef *def = &ig_plan_defs[id];
 		SPIPlanPtr	plan;
 
-		plan = SPI_prepare(def->sql, def->nargs, (Oid *) def->argtypes);
+		plan = SPI_prepare_cursor(def->sql, def->nargs, (Oid *) def->argtypes,
+								  CURSOR_OPT_GENERIC_PLAN);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
 				 def->sql, SPI_result_code_string(SPI_result));

@@ -164,6 +164,11 @@ ig_batch(IgPass *pass, IgJanitorPlan id)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
+	/*
+	 * Generic plans from the first pass: their parameters never change the
+	 * best plan (an index range scan), and on a big table the plan cache
+	 * would otherwise keep planning every batch of an idle pass anew.
+	 */
 	if (ig_jplans[id] == NULL)
 	{
 		const char *text;
@@ -185,7 +190,8 @@ ig_batch(IgPass *pass, IgJanitorPlan id)
 		nargs = 3;
 		if (deleting)
 			argtypes[2] = TIMESTAMPTZOID;
-		plan = SPI_prepare(text, nargs, argtypes);
+		plan = SPI_prepare_cursor(text, nargs, argtypes,
+								  CURSOR_OPT_GENERIC_PLAN);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
 				 text, SPI_result_code_string(SPI_result));
