@@ -691,6 +691,22 @@ typedef struct IgClaimResult
 } IgClaimResult;
 
 /*
+ * Attempt one of the grant writes (insert, retry, takeover).  Returns false
+ * if the row changed under it, and the caller reads it again.
+ */
+static bool
+ig_try_grant(IgCall *call, IgPlanId plan, Datum *values, const char *nulls,
+			 IgOutcome outcome, IgClaimResult *res)
+{
+	if (ig_exec(call, plan, values, nulls) == 0)
+		return false;
+	ig_read_row(&res->row);
+	res->outcome = outcome;
+	res->granted = true;
+	return true;
+}
+
+/*
  * The state machine of idem_claim and idem_claim_ex.  Reads the row, then
  * either answers from it or attempts the one write that its state allows;
  * a write that finds the row changed under it starts over.
@@ -763,11 +779,9 @@ ig_claim(FunctionCallInfo fcinfo, const char *fname, IgClaimResult *res)
 		if (!row->found)
 		{
 			/* first claim: exactly one concurrent inserter wins */
-			if (ig_exec(&call, IG_PLAN_INSERT, values, nulls) == 0)
+			if (!ig_try_grant(&call, IG_PLAN_INSERT, values, nulls,
+							  IG_OUTCOME_NEW, res))
 				continue;
-			ig_read_row(row);
-			res->outcome = IG_OUTCOME_NEW;
-			res->granted = true;
 			break;
 		}
 
@@ -799,11 +813,9 @@ ig_claim(FunctionCallInfo fcinfo, const char *fname, IgClaimResult *res)
 		{
 			/* a retry after a clean failure is a new attempt */
 			values[4] = Int64GetDatum(row->token);
-			if (ig_exec(&call, IG_PLAN_RETRY, values, nulls) == 0)
+			if (!ig_try_grant(&call, IG_PLAN_RETRY, values, nulls,
+							  IG_OUTCOME_NEW, res))
 				continue;
-			ig_read_row(row);
-			res->outcome = IG_OUTCOME_NEW;
-			res->granted = true;
 			break;
 		}
 
@@ -820,11 +832,9 @@ ig_claim(FunctionCallInfo fcinfo, const char *fname, IgClaimResult *res)
 		{
 			values[4] = Int64GetDatum(row->token);
 			values[5] = TimestampTzGetDatum(cutoff);
-			if (ig_exec(&call, IG_PLAN_TAKEOVER, values, nulls) == 0)
+			if (!ig_try_grant(&call, IG_PLAN_TAKEOVER, values, nulls,
+							  IG_OUTCOME_STALE_TAKEN, res))
 				continue;
-			ig_read_row(row);
-			res->outcome = IG_OUTCOME_STALE_TAKEN;
-			res->granted = true;
 			break;
 		}
 		res->outcome = IG_OUTCOME_IN_FLIGHT;

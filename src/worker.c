@@ -62,6 +62,26 @@ PGDLLEXPORT void idem_gate_launcher_main(Datum main_arg);
 PGDLLEXPORT void idem_gate_janitor_main(Datum main_arg);
 
 /*
+ * Fill in what the launcher and the janitor have in common: both run only
+ * once recovery is over, so never on a standby, and start at promotion.
+ * The name is also the type pg_stat_activity.backend_type shows.
+ */
+static void
+ig_worker_init(BackgroundWorker *worker, const char *name,
+			   const char *function, int restart_time)
+{
+	memset(worker, 0, sizeof(*worker));
+	worker->bgw_flags = BGWORKER_SHMEM_ACCESS |
+		BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker->bgw_restart_time = restart_time;
+	strlcpy(worker->bgw_library_name, "idem_gate", BGW_MAXLEN);
+	strlcpy(worker->bgw_function_name, function, BGW_MAXLEN);
+	strlcpy(worker->bgw_name, name, BGW_MAXLEN);
+	strlcpy(worker->bgw_type, name, BGW_MAXLEN);
+}
+
+/*
  * Register the launcher; called from _PG_init while preloading.
  */
 void
@@ -69,15 +89,8 @@ idem_worker_register(void)
 {
 	BackgroundWorker worker;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = IG_RESTART_SECS;
-	strlcpy(worker.bgw_library_name, "idem_gate", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "idem_gate_launcher_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "idem_gate launcher", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "idem_gate launcher", BGW_MAXLEN);
+	ig_worker_init(&worker, "idem_gate launcher", "idem_gate_launcher_main",
+				   IG_RESTART_SECS);
 	RegisterBackgroundWorker(&worker);
 }
 
@@ -197,15 +210,8 @@ ig_start_janitor(Oid dboid, Oid roleoid)
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
 
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS |
-		BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = BGW_NEVER_RESTART;
-	strlcpy(worker.bgw_library_name, "idem_gate", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "idem_gate_janitor_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "idem_gate janitor", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "idem_gate janitor", BGW_MAXLEN);
+	ig_worker_init(&worker, "idem_gate janitor", "idem_gate_janitor_main",
+				   BGW_NEVER_RESTART);
 	worker.bgw_main_arg = ObjectIdGetDatum(dboid);
 	memcpy(worker.bgw_extra, &roleoid, sizeof(Oid));
 	worker.bgw_notify_pid = MyProcPid;
