@@ -152,7 +152,27 @@ ig_batch(IgPass *pass, IgJanitorPlan id)
 	Oid			argtypes[3] = {INTERVALOID, INT4OID, BOOLOID};
 	Datum		values[3];
 	bool		deleting = (id != IG_JPLAN_STUCK);
+	const char *text;
+	int			seconds;
 	uint64		n;
+
+	switch (id)
+	{
+		case IG_JPLAN_DELETE_COMPLETED:
+			text = ig_delete_completed_sql;
+			seconds = idem_retention;
+			break;
+		case IG_JPLAN_DELETE_FAILED:
+			text = ig_delete_failed_sql;
+			seconds = idem_failed_retention;
+			break;
+		default:
+			text = ig_stuck_sql;
+			seconds = idem_stuck_after;
+			break;
+	}
+	if (deleting)
+		argtypes[2] = TIMESTAMPTZOID;
 
 	if (pass->own_transactions)
 	{
@@ -171,27 +191,9 @@ ig_batch(IgPass *pass, IgJanitorPlan id)
 	 */
 	if (ig_jplans[id] == NULL)
 	{
-		const char *text;
-		int			nargs;
 		SPIPlanPtr	plan;
 
-		switch (id)
-		{
-			case IG_JPLAN_DELETE_COMPLETED:
-				text = ig_delete_completed_sql;
-				break;
-			case IG_JPLAN_DELETE_FAILED:
-				text = ig_delete_failed_sql;
-				break;
-			default:
-				text = ig_stuck_sql;
-				break;
-		}
-		nargs = 3;
-		if (deleting)
-			argtypes[2] = TIMESTAMPTZOID;
-		plan = SPI_prepare_cursor(text, nargs, argtypes,
-								  CURSOR_OPT_GENERIC_PLAN);
+		plan = SPI_prepare_cursor(text, 3, argtypes, CURSOR_OPT_GENERIC_PLAN);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
 				 text, SPI_result_code_string(SPI_result));
@@ -200,18 +202,7 @@ ig_batch(IgPass *pass, IgJanitorPlan id)
 		ig_jplans[id] = plan;
 	}
 
-	switch (id)
-	{
-		case IG_JPLAN_DELETE_COMPLETED:
-			values[0] = ig_seconds_interval(idem_retention);
-			break;
-		case IG_JPLAN_DELETE_FAILED:
-			values[0] = ig_seconds_interval(idem_failed_retention);
-			break;
-		default:
-			values[0] = ig_seconds_interval(idem_stuck_after);
-			break;
-	}
+	values[0] = ig_seconds_interval(seconds);
 	values[1] = Int32GetDatum(idem_batch_size);
 	if (deleting)
 		values[2] = TimestampTzGetDatum(pass->cursor);
