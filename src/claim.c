@@ -859,6 +859,22 @@ ig_rettype(FunctionCallInfo fcinfo, const char *name)
 }
 
 /*
+ * The first parameters of an owner's transition plan: $1 workflow, $2 key,
+ * $3 the token (NULL: do not check it), $4 the call's fourth argument (the
+ * receipt of idem_complete, the error of idem_fail).
+ */
+static void
+ig_owner_args(FunctionCallInfo fcinfo, IgCall *call, Datum *values, char *nulls)
+{
+	values[0] = call->workflow;
+	values[1] = call->key;
+	values[2] = PG_ARGISNULL(2) ? Int64GetDatum(0) : PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	values[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
+}
+
+/*
  * An owner's transition out of processing (idem_complete, idem_fail): try
  * the update; if it matched nothing, read the row and raise the error that
  * explains why, or return false when the row is already completed and
@@ -1003,17 +1019,9 @@ idem_complete(PG_FUNCTION_ARGS)
 	IgRow		row;
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
-	bool		has_token = !PG_ARGISNULL(2);
-	int64		token = has_token ? PG_GETARG_INT64(2) : 0;
 
 	ig_begin(fcinfo, &call, "idem_complete()", true);
-
-	values[0] = call.workflow;
-	values[1] = call.key;
-	values[2] = Int64GetDatum(token);
-	nulls[2] = has_token ? ' ' : 'n';
-	values[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
-	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
+	ig_owner_args(fcinfo, &call, values, nulls);
 
 	ig_owner_transition(&call, IG_PLAN_COMPLETE, "complete", values, nulls,
 						true, &row);
@@ -1037,18 +1045,10 @@ idem_fail(PG_FUNCTION_ARGS)
 	IgRow		row;
 	Datum		values[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-	bool		has_token = !PG_ARGISNULL(2);
-	int64		token = has_token ? PG_GETARG_INT64(2) : 0;
 	bool		retryable = PG_ARGISNULL(4) ? false : PG_GETARG_BOOL(4);
 
 	ig_begin(fcinfo, &call, "idem_fail()", true);
-
-	values[0] = call.workflow;
-	values[1] = call.key;
-	values[2] = Int64GetDatum(token);
-	nulls[2] = has_token ? ' ' : 'n';
-	values[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
-	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
+	ig_owner_args(fcinfo, &call, values, nulls);
 	values[4] = BoolGetDatum(retryable);
 
 	ig_owner_transition(&call, IG_PLAN_FAIL, "fail", values, nulls,
