@@ -236,3 +236,58 @@ ROLLBACK;
 
 -- every row is consistent with its state
 SELECT state, count(*) FROM idem_gate.claims GROUP BY state ORDER BY state;
+
+-- the functions write rows without the executor, so check every row they
+-- wrote against the table's CHECK constraints, by copying them all into a
+-- table that has the same constraints
+CREATE TEMP TABLE claims_checked (LIKE idem_gate.claims INCLUDING CONSTRAINTS);
+SELECT count(*) AS constraints FROM pg_constraint
+ WHERE conrelid = 'claims_checked'::regclass AND contype = 'c';
+INSERT INTO claims_checked SELECT * FROM idem_gate.claims;
+SELECT (SELECT count(*) FROM claims_checked) = (SELECT count(*) FROM idem_gate.claims) AS all_rows_checked;
+
+------------------------------------------------------------------------
+-- a table the DBA changed: triggers, constraints and NOT NULLs of their
+-- own are honoured (the functions then write through SQL)
+------------------------------------------------------------------------
+CREATE TABLE claim_audit (op text, key text, state idem_gate.state, token_set boolean);
+CREATE FUNCTION claim_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO claim_audit VALUES (TG_OP, NEW.key, NEW.state, NEW.token IS NOT NULL);
+	RETURN NEW;
+END $$;
+CREATE TRIGGER claim_audit AFTER INSERT OR UPDATE ON idem_gate.claims
+	FOR EACH ROW EXECUTE FUNCTION claim_audit();
+SELECT idem_claim('evt_audit_1', 'wf');
+SELECT idem_complete('evt_audit_1', 'wf', NULL, '{"ok": true}');
+SELECT idem_claim('evt_audit_1', 'wf');
+SELECT idem_claim('evt_audit_2', 'wf');
+SELECT idem_fail('evt_audit_2', 'wf', NULL, 'timeout', true);
+SELECT outcome, attempt FROM claim('evt_audit_2', 'wf');
+SELECT idem_fail('evt_audit_2', 'wf', NULL, 'ambiguous', false);
+SELECT * FROM claim_audit;
+DROP TRIGGER claim_audit ON idem_gate.claims;
+SELECT key, state, result, last_error FROM idem_gate.claims
+ WHERE key LIKE 'evt_audit_%' ORDER BY key;
+
+ALTER TABLE idem_gate.claims ADD CONSTRAINT no_test_keys CHECK (key NOT LIKE 'test\_%');
+DO $$ BEGIN
+	PERFORM idem_claim('test_1', 'wf');
+EXCEPTION WHEN check_violation THEN
+	RAISE NOTICE '%: %', SQLSTATE, SQLERRM;
+END $$;
+SELECT idem_claim('evt_own_check', 'wf');
+SELECT idem_complete('evt_own_check', 'wf', NULL, '{"ok": true}');
+ALTER TABLE idem_gate.claims DROP CONSTRAINT no_test_keys;
+SELECT outcome FROM claim('test_1', 'wf');
+
+BEGIN;
+UPDATE idem_gate.claims SET last_error = 'set for the test' WHERE last_error IS NULL;
+ALTER TABLE idem_gate.claims ALTER last_error SET NOT NULL;
+DO $$ BEGIN
+	PERFORM idem_claim('evt_not_null', 'wf');
+EXCEPTION WHEN not_null_violation THEN
+	RAISE NOTICE '%: %', SQLSTATE, SQLERRM;
+END $$;
+ROLLBACK;
+SELECT outcome FROM claim('evt_not_null', 'wf');

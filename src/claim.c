@@ -40,11 +40,15 @@
 #include "catalog/pg_enum.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "commands/sequence.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/fmgroids.h"
@@ -218,6 +222,8 @@ typedef struct IgRow
 	char	   *fingerprint;	/* likewise */
 	bool		result_isnull;
 	Datum		result;			/* a detoasted copy, in the caller's context */
+	ItemPointerData tid;		/* where ig_probe() found it */
+	HeapTuple	tuple;			/* a copy of it, if ig_probe() was asked */
 } IgRow;
 
 /*
@@ -234,15 +240,23 @@ typedef enum IgCol
 	IG_COL_EXECUTION_ID,
 	IG_COL_FINGERPRINT,
 	IG_COL_RESULT,
+	/* written, not read */
+	IG_COL_WORKFLOW,
+	IG_COL_KEY,
+	IG_COL_CREATED_AT,
+	IG_COL_COMPLETED_AT,
+	IG_COL_LAST_ERROR,
 	IG_NUM_COLS
 } IgCol;
 
 static const char *const ig_col_names[IG_NUM_COLS] = {
 	"state", "token", "attempt", "claimed_at", "updated_at",
-	"execution_id", "fingerprint", "result"
+	"execution_id", "fingerprint", "result",
+	"workflow", "key", "created_at", "completed_at", "last_error"
 };
 
 static Oid	ig_claims_relid = InvalidOid;
+static Oid	ig_token_seq_relid = InvalidOid;
 static AttrNumber ig_col_attnums[IG_NUM_COLS];
 
 /* What each API function sets up and tears down. */
@@ -255,6 +269,8 @@ typedef struct IgCall
 	Datum		key;
 	const char *workflow_str;	/* for messages */
 	const char *key_str;
+	bool		writes;			/* the call may write idem_gate.claims */
+	Relation	rel;			/* idem_gate.claims, opened on first use */
 	bool		spi_connected;	/* only calls that write need SPI */
 } IgCall;
 
@@ -440,13 +456,21 @@ ig_begin(FunctionCallInfo fcinfo, IgCall *call, const char *fname, bool writes)
 						   call->save_sec_context |
 						   SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
+	call->writes = writes;
+	call->rel = NULL;
 	call->spi_connected = false;
 }
 
-/* Finish an API call: disconnect from SPI and become the caller again. */
+/*
+ * Finish an API call: close the table (its lock stays until the end of the
+ * transaction), disconnect from SPI and become the caller again.
+ */
 static void
 ig_end(IgCall *call)
 {
+	if (call->rel != NULL)
+		table_close(call->rel, NoLock);
+	call->rel = NULL;
 	if (call->spi_connected && SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
 	call->spi_connected = false;
@@ -539,9 +563,25 @@ ig_claims_oid(void)
 				elog(ERROR, "idem_gate.claims has no column \"%s\"",
 					 ig_col_names[i]);
 		}
+		ig_token_seq_relid = get_relname_relid("token_seq", nsp);
+		if (!OidIsValid(ig_token_seq_relid))
+			elog(ERROR, "sequence idem_gate.token_seq does not exist");
 		ig_claims_relid = relid;
 	}
 	return relid;
+}
+
+/*
+ * idem_gate.claims, opened once per call: with the lock of a write if the
+ * call may write, so that reading the row and writing it take one lock.
+ */
+static Relation
+ig_rel(IgCall *call)
+{
+	if (call->rel == NULL)
+		call->rel = table_open(ig_claims_oid(),
+							   call->writes ? RowExclusiveLock : AccessShareLock);
+	return call->rel;
 }
 
 /*
@@ -554,7 +594,7 @@ ig_claims_oid(void)
  * copied into the caller's memory context.
  */
 static void
-ig_probe(IgCall *call, IgRow *row)
+ig_probe(IgCall *call, IgRow *row, bool keep_tuple)
 {
 	MemoryContext old = MemoryContextSwitchTo(call->callcxt);
 	Relation	rel;
@@ -567,7 +607,7 @@ ig_probe(IgCall *call, IgRow *row)
 	memset(row, 0, sizeof(*row));
 	row->result_isnull = true;
 
-	rel = table_open(ig_claims_oid(), AccessShareLock);
+	rel = ig_rel(call);
 	idx = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
 	ScanKeyInit(&skey[0], 1, BTEqualStrategyNumber, F_TEXTEQ, call->workflow);
 	skey[0].sk_collation = idx->rd_indcollation[0];
@@ -606,14 +646,319 @@ ig_probe(IgCall *call, IgRow *row)
 		d = slot_getattr(slot, ig_col_attnums[IG_COL_RESULT], &row->result_isnull);
 		if (!row->result_isnull)
 			row->result = PointerGetDatum(DatumGetJsonbPCopy(d));
+		row->tid = slot->tts_tid;
+		if (keep_tuple)
+			row->tuple = ExecCopySlotHeapTuple(slot);
 	}
 
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 	UnregisterSnapshot(snap);
 	index_close(idx, NoLock);
-	table_close(rel, NoLock);
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Direct writes.
+ *
+ * The writes on the path of every event (the insert of a new key, and the
+ * owner's completion or failure) go straight to the heap and its indexes
+ * instead of through SPI and the executor.  They use the building blocks
+ * of INSERT ... ON CONFLICT and UPDATE themselves: the pre-check of the
+ * primary key that waits for a concurrent inserter, speculative insertion,
+ * the executor's index maintenance, and table_tuple_update(), which waits
+ * for a concurrent writer and reports what it did.  Concurrency therefore
+ * behaves as the SQL does.  What they skip is executor start-up and the
+ * evaluation of the CHECK constraints, which the rows written here satisfy
+ * by construction (the regression tests check every row they write).
+ *
+ * They are used only while idem_gate.claims is as the extension created
+ * it: no triggers, no row security, no defaults, no generated columns and
+ * only its own CHECK constraints.  A DBA who adds an audit trigger or a
+ * constraint of their own gets the SQL path, which honours them; a NOT NULL
+ * added by hand is checked here and also sends the write to the SQL path.
+ */
+typedef enum IgDirect
+{
+	IG_DIRECT_DONE,				/* written */
+	IG_DIRECT_RETRY,			/* the row changed under us: read it again */
+	IG_DIRECT_UNUSABLE			/* the table was changed: use the SQL path */
+} IgDirect;
+
+/* idem_gate.claims as the extension creates it */
+#define IG_CLAIMS_NATTS		14
+#define IG_CLAIMS_NCHECKS	8
+
+typedef struct IgWriter
+{
+	Relation	rel;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;		/* virtual: the row to write */
+} IgWriter;
+
+/*
+ * Open idem_gate.claims and its indexes for one write.  updated lists the
+ * columns an update changes (none for an insert): the executor's index
+ * maintenance uses it to hint "key unchanged" to the primary key, which
+ * lets btree remove old versions bottom-up instead of splitting pages.
+ * Returns false, with nothing opened, if the table is not as idem_gate made
+ * it.
+ */
+static bool
+ig_writer_begin(IgWriter *w, IgCall *call, const IgCol *updated, int nupdated)
+{
+	Relation	rel = ig_rel(call);
+	TupleDesc	desc = RelationGetDescr(rel);
+	RangeTblEntry *rte;
+	MemoryContext old;
+
+	if (rel->trigdesc != NULL || rel->rd_rel->relrowsecurity ||
+		desc->natts != IG_CLAIMS_NATTS || desc->constr == NULL ||
+		desc->constr->num_check != IG_CLAIMS_NCHECKS ||
+		desc->constr->num_defval != 0 || desc->constr->has_generated_stored)
+		return false;
+
+	w->rel = rel;
+	w->estate = CreateExecutorState();
+	old = MemoryContextSwitchTo(w->estate->es_query_cxt);
+
+	rte = makeNode(RangeTblEntry);
+	rte->rtekind = RTE_RELATION;
+	rte->relid = RelationGetRelid(rel);
+	rte->relkind = rel->rd_rel->relkind;
+	rte->rellockmode = RowExclusiveLock;
+	for (int i = 0; i < nupdated; i++)
+		rte->updatedCols = bms_add_member(rte->updatedCols,
+										  ig_col_attnums[updated[i]] -
+										  FirstLowInvalidHeapAttributeNumber);
+	ExecInitRangeTable(w->estate, list_make1(rte));
+
+	w->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(w->rri, rel, 1, NULL, 0);
+	ExecOpenIndices(w->rri, nupdated == 0);
+	w->estate->es_output_cid = GetCurrentCommandId(true);
+	w->slot = ExecInitExtraTupleSlot(w->estate, desc, &TTSOpsVirtual);
+	ExecClearTuple(w->slot);
+
+	MemoryContextSwitchTo(old);
+	return true;
+}
+
+/* Close what ig_writer_begin() opened; the locks stay until commit. */
+static void
+ig_writer_end(IgWriter *w)
+{
+	ExecCloseIndices(w->rri);
+	ExecResetTupleTable(w->estate->es_tupleTable, false);
+	FreeExecutorState(w->estate);
+}
+
+/* Set one column of the row being written. */
+static inline void
+ig_writer_set(IgWriter *w, IgCol col, Datum value, bool isnull)
+{
+	int			i = ig_col_attnums[col] - 1;
+
+	w->slot->tts_values[i] = value;
+	w->slot->tts_isnull[i] = isnull;
+}
+
+/*
+ * Finish the row being written.  False if it has a null in a NOT NULL
+ * column, which only a NOT NULL added by hand can cause: the SQL path then
+ * raises PostgreSQL's own error.
+ */
+static bool
+ig_writer_store(IgWriter *w)
+{
+	TupleDesc	desc = RelationGetDescr(w->rel);
+
+	ExecStoreVirtualTuple(w->slot);
+	if (desc->constr->has_not_null)
+	{
+		for (int i = 0; i < desc->natts; i++)
+			if (TupleDescAttr(desc, i)->attnotnull && w->slot->tts_isnull[i])
+				return false;
+	}
+	return true;
+}
+
+/* The error REPEATABLE READ and SERIALIZABLE raise for a concurrent write. */
+static void
+ig_error_serialization(const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to concurrent %s", what)));
+}
+
+/* A text or jsonb argument as stored: not toasted, short header kept. */
+static inline Datum
+ig_untoasted(Datum d)
+{
+	return PointerGetDatum(PG_DETOAST_DATUM_PACKED(d));
+}
+
+/*
+ * Insert the first claim of (workflow, key), as INSERT ... ON CONFLICT DO
+ * NOTHING would: IG_DIRECT_RETRY if a concurrent claim inserted it first.
+ *
+ * The executor first looks for a conflicting row, waiting for an inserter
+ * still in progress, and only then inserts; the insert itself detects the
+ * conflicts that pre-check missed, and removes its row again.  The caller
+ * has just read the key and found nothing, so the pre-check is done only
+ * when a first attempt has met a concurrent claim (precheck): it then
+ * waits for that claim's transaction to end, and the caller sees its row.
+ */
+static IgDirect
+ig_direct_insert(IgCall *call, Datum execution_id, bool has_exec,
+				 Datum fingerprint, bool has_fp, bool precheck, IgRow *row)
+{
+	IgWriter	w;
+	TupleDesc	desc;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	int64		token;
+	List	   *arbiter;
+	ItemPointerData conflict_tid;
+	bool		committed = false;	/* the pre-check found a committed row */
+	bool		conflict = false;	/* the insert met a concurrent one */
+
+	if (!ig_writer_begin(&w, call, NULL, 0))
+		return IG_DIRECT_UNUSABLE;
+	desc = RelationGetDescr(w.rel);
+
+	memset(w.slot->tts_isnull, true, sizeof(bool) * desc->natts);
+	token = nextval_internal(ig_token_seq_relid, true);
+	ig_writer_set(&w, IG_COL_WORKFLOW, call->workflow, false);
+	ig_writer_set(&w, IG_COL_KEY, call->key, false);
+	ig_writer_set(&w, IG_COL_STATE,
+				  ig_state_datum(TupleDescAttr(desc, ig_col_attnums[IG_COL_STATE] - 1)->atttypid,
+								 IG_PROCESSING), false);
+	ig_writer_set(&w, IG_COL_ATTEMPT, Int32GetDatum(1), false);
+	ig_writer_set(&w, IG_COL_TOKEN, Int64GetDatum(token), false);
+	ig_writer_set(&w, IG_COL_EXECUTION_ID,
+				  has_exec ? ig_untoasted(execution_id) : (Datum) 0, !has_exec);
+	ig_writer_set(&w, IG_COL_FINGERPRINT,
+				  has_fp ? ig_untoasted(fingerprint) : (Datum) 0, !has_fp);
+	ig_writer_set(&w, IG_COL_CREATED_AT, TimestampTzGetDatum(now), false);
+	ig_writer_set(&w, IG_COL_CLAIMED_AT, TimestampTzGetDatum(now), false);
+	ig_writer_set(&w, IG_COL_UPDATED_AT, TimestampTzGetDatum(now), false);
+	if (!ig_writer_store(&w))
+	{
+		ig_writer_end(&w);
+		return IG_DIRECT_UNUSABLE;
+	}
+
+	arbiter = list_make1_oid(RelationGetPrimaryKeyIndex(w.rel));
+	if (precheck &&
+		!ExecCheckIndexConstraints(w.rri, w.slot, w.estate, &conflict_tid,
+								   arbiter))
+		committed = true;
+	else
+	{
+		TransactionId xid = GetCurrentTransactionId();
+		uint32		spec_token = SpeculativeInsertionLockAcquire(xid);
+
+		table_tuple_insert_speculative(w.rel, w.slot, w.estate->es_output_cid,
+									   0, NULL, spec_token);
+		ExecInsertIndexTuples(w.rri, w.slot, w.estate, false, true,
+							  &conflict, arbiter);
+		table_tuple_complete_speculative(w.rel, w.slot, spec_token, !conflict);
+		SpeculativeInsertionLockRelease(xid);
+	}
+	list_free(arbiter);
+	ig_writer_end(&w);
+
+	if (committed)
+	{
+		/*
+		 * Committed by a claim our snapshot does not see.  Under REPEATABLE
+		 * READ no later read could see it either: fail as the SQL would.
+		 */
+		if (IsolationUsesXactSnapshot())
+			ig_error_serialization("update");
+		return IG_DIRECT_RETRY;
+	}
+	if (conflict)
+		return IG_DIRECT_RETRY;
+
+	memset(row, 0, sizeof(*row));
+	row->found = true;
+	row->state = IG_PROCESSING;
+	row->token = token;
+	row->attempt = 1;
+	row->claimed_at = now;
+	row->result_isnull = true;
+	return IG_DIRECT_DONE;
+}
+
+/*
+ * The owner's transition of a processing row read by ig_probe(call, row,
+ * true) to new_state, with the column extra (the receipt or the error)
+ * set to value.  updated_at becomes now, or stays if the clock went back;
+ * completed_at is set with it when the row completes.  IG_DIRECT_RETRY if
+ * the row was changed concurrently (after waiting for that writer).
+ */
+static IgDirect
+ig_direct_transition(IgCall *call, IgRow *row, IgState new_state, IgCol extra,
+					 Datum value, bool isnull)
+{
+	static const IgCol updated[] = {
+		IG_COL_STATE, IG_COL_UPDATED_AT, IG_COL_COMPLETED_AT, IG_COL_RESULT,
+		IG_COL_LAST_ERROR
+	};
+	IgWriter	w;
+	TupleDesc	desc;
+	TimestampTz stamp = Max(GetCurrentTransactionStartTimestamp(),
+							row->updated_at);
+	TM_Result	result;
+	TM_FailureData tmfd;
+	LockTupleMode lockmode;
+	bool		update_indexes;
+
+	if (!ig_writer_begin(&w, call, updated, lengthof(updated)))
+		return IG_DIRECT_UNUSABLE;
+	desc = RelationGetDescr(w.rel);
+
+	heap_deform_tuple(row->tuple, desc, w.slot->tts_values, w.slot->tts_isnull);
+	ig_writer_set(&w, IG_COL_STATE,
+				  ig_state_datum(TupleDescAttr(desc, ig_col_attnums[IG_COL_STATE] - 1)->atttypid,
+								 new_state), false);
+	ig_writer_set(&w, IG_COL_UPDATED_AT, TimestampTzGetDatum(stamp), false);
+	if (new_state == IG_COMPLETED)
+		ig_writer_set(&w, IG_COL_COMPLETED_AT, TimestampTzGetDatum(stamp), false);
+	ig_writer_set(&w, extra, isnull ? (Datum) 0 : ig_untoasted(value), isnull);
+	if (!ig_writer_store(&w))
+	{
+		ig_writer_end(&w);
+		return IG_DIRECT_UNUSABLE;
+	}
+
+	result = table_tuple_update(w.rel, &row->tid, w.slot, w.estate->es_output_cid,
+								GetActiveSnapshot(), InvalidSnapshot, true,
+								&tmfd, &lockmode, &update_indexes);
+	switch (result)
+	{
+		case TM_Ok:
+			if (update_indexes)
+				ExecInsertIndexTuples(w.rri, w.slot, w.estate, true, false,
+									  NULL, NIL);
+			break;
+		case TM_Updated:
+		case TM_Deleted:
+			if (IsolationUsesXactSnapshot())
+				ig_error_serialization(result == TM_Updated ? "update" : "delete");
+			break;
+		default:
+			elog(ERROR, "unexpected table_tuple_update status: %u", result);
+	}
+	ig_writer_end(&w);
+
+	if (result != TM_Ok)
+		return IG_DIRECT_RETRY;
+	row->state = new_state;
+	return IG_DIRECT_DONE;
 }
 
 /* Raise the "no claim exists" error. */
@@ -723,6 +1068,7 @@ ig_claim(FunctionCallInfo fcinfo, const char *fname, IgClaimResult *res)
 	const char *fingerprint_str = NULL;
 	bool		has_exec = false;
 	bool		has_fp = false;
+	bool		raced = false;	/* a first insert met a concurrent claim */
 
 	/* stale_interval: NULL never takes over; otherwise it must be positive */
 	if (!PG_ARGISNULL(2))
@@ -774,14 +1120,27 @@ ig_claim(FunctionCallInfo fcinfo, const char *fname, IgClaimResult *res)
 		values[3] = fingerprint;
 		nulls[3] = has_fp ? ' ' : 'n';
 
-		ig_probe(&call, row);
+		ig_probe(&call, row, false);
 
 		if (!row->found)
 		{
 			/* first claim: exactly one concurrent inserter wins */
-			if (!ig_try_grant(&call, IG_PLAN_INSERT, values, nulls,
-							  IG_OUTCOME_NEW, res))
-				continue;
+			switch (ig_direct_insert(&call, execution_id, has_exec,
+									 fingerprint, has_fp, raced, row))
+			{
+				case IG_DIRECT_DONE:
+					res->outcome = IG_OUTCOME_NEW;
+					res->granted = true;
+					break;
+				case IG_DIRECT_RETRY:
+					raced = true;
+					continue;
+				case IG_DIRECT_UNUSABLE:
+					if (!ig_try_grant(&call, IG_PLAN_INSERT, values, nulls,
+									  IG_OUTCOME_NEW, res))
+						continue;
+					break;
+			}
 			break;
 		}
 
@@ -875,24 +1234,64 @@ ig_owner_args(FunctionCallInfo fcinfo, IgCall *call, Datum *values, char *nulls)
 }
 
 /*
- * An owner's transition out of processing (idem_complete, idem_fail): try
- * the update; if it matched nothing, read the row and raise the error that
- * explains why, or return false when the row is already completed and
- * completed_ok (a retried completion).  A row that is processing again
- * (granted again in between) is simply tried once more.  Arguments $3 of
- * the plan are the token, or NULL not to check it.
+ * May the caller of an owner's transition act on the row it read?  Raises
+ * the error that explains why not, or returns false when the row is
+ * already completed and completed_ok (a retried completion).
+ */
+static bool
+ig_owner_check(IgCall *call, const char *verb, IgRow *row, bool has_token,
+			   int64 token, bool completed_ok)
+{
+	if (!row->found)
+		ig_error_no_claim(call, verb);
+	if (has_token && row->token != token)
+		ig_error_stale_token(call, token, row);
+	if (row->state == IG_COMPLETED && completed_ok)
+		return false;
+	if (row->state != IG_PROCESSING)
+		ig_error_state(call, verb, row);
+	return true;
+}
+
+/*
+ * An owner's transition out of processing (idem_complete, idem_fail) to
+ * new_state, storing the call's fourth argument ($4 of the plan) in the
+ * column extra.  Reads the row, checks it with ig_owner_check() and writes
+ * it directly; a row changed in between is read again.  If direct writes
+ * are not possible, runs the plan instead and reads the row only when it
+ * matched nothing.  Argument $3 of the plan is the token, or NULL not to
+ * check it.  Returns false for a retried completion.
  */
 static bool
 ig_owner_transition(IgCall *call, IgPlanId plan, const char *verb,
 					Datum *values, const char *nulls, bool completed_ok,
-					IgRow *row)
+					IgState new_state, IgCol extra, IgRow *row)
 {
 	bool		has_token = (nulls[2] != 'n');
 	int64		token = DatumGetInt64(values[2]);
+	bool		direct = true;
 
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
+
+		if (direct)
+		{
+			ig_probe(call, row, true);
+			if (!ig_owner_check(call, verb, row, has_token, token, completed_ok))
+				return false;
+			switch (ig_direct_transition(call, row, new_state, extra, values[3],
+										 nulls[3] == 'n'))
+			{
+				case IG_DIRECT_DONE:
+					return true;
+				case IG_DIRECT_RETRY:
+					continue;
+				case IG_DIRECT_UNUSABLE:
+					direct = false;
+					break;
+			}
+		}
 
 		if (ig_exec(call, plan, values, nulls) == 1)
 		{
@@ -900,15 +1299,9 @@ ig_owner_transition(IgCall *call, IgPlanId plan, const char *verb,
 			return true;
 		}
 
-		ig_probe(call, row);
-		if (!row->found)
-			ig_error_no_claim(call, verb);
-		if (has_token && row->token != token)
-			ig_error_stale_token(call, token, row);
-		if (row->state == IG_COMPLETED && completed_ok)
+		ig_probe(call, row, false);
+		if (!ig_owner_check(call, verb, row, has_token, token, completed_ok))
 			return false;
-		if (row->state != IG_PROCESSING)
-			ig_error_state(call, verb, row);
 	}
 }
 
@@ -996,7 +1389,7 @@ idem_heartbeat(PG_FUNCTION_ARGS)
 	owns = ig_exec(&call, IG_PLAN_HEARTBEAT, values, NULL) == 1;
 	if (!owns)
 	{
-		ig_probe(&call, &row);
+		ig_probe(&call, &row, false);
 		if (!row.found)
 			ig_error_no_claim(&call, "heartbeat");
 	}
@@ -1024,7 +1417,7 @@ idem_complete(PG_FUNCTION_ARGS)
 	ig_owner_args(fcinfo, &call, values, nulls);
 
 	ig_owner_transition(&call, IG_PLAN_COMPLETE, "complete", values, nulls,
-						true, &row);
+						true, IG_COMPLETED, IG_COL_RESULT, &row);
 
 	ig_end(&call);
 	idem_stats_count(IG_STAT_COMPLETIONS);
@@ -1052,7 +1445,8 @@ idem_fail(PG_FUNCTION_ARGS)
 	values[4] = BoolGetDatum(retryable);
 
 	ig_owner_transition(&call, IG_PLAN_FAIL, "fail", values, nulls,
-						false, &row);
+						false, retryable ? IG_FAILED_RETRYABLE : IG_NEEDS_REVIEW,
+						IG_COL_LAST_ERROR, &row);
 
 	ig_end(&call);
 	idem_stats_count(retryable ? IG_STAT_FAILS_RETRYABLE : IG_STAT_FAILS_REVIEW);
@@ -1109,7 +1503,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 		ig_read_row(&row);
 	else
 	{
-		ig_probe(&call, &row);
+		ig_probe(&call, &row, false);
 		if (!row.found)
 			ig_error_no_claim(&call, "resolve");
 		ig_error_state(&call, "resolve", &row);

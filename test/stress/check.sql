@@ -30,12 +30,15 @@ INSERT INTO checks SELECT 'row token is the last grant', count(*)
 -- 4. a completed row was completed by the run that owned it
 INSERT INTO checks SELECT 'completion came from the owner', count(*)
   FROM idem_gate.claims WHERE state = 'completed' AND (result->>'token')::bigint IS DISTINCT FROM token;
--- 5. every row is consistent with its state (the CHECK constraints hold
+-- 5. every row is consistent with its state (each of the CHECK constraints
+--    holds, although the gate writes its rows without evaluating them,
 --    and each state has what it needs)
 INSERT INTO checks SELECT 'rows consistent with their state', count(*)
   FROM idem_gate.claims
  WHERE (state = 'completed') <> (completed_at IS NOT NULL)
 	OR (result IS NOT NULL AND state <> 'completed')
+	OR (completed_at IS NOT NULL AND completed_at <> updated_at)
+	OR key = '' OR workflow = ''
 	OR attempt < 1 OR token < 1
 	OR NOT (created_at <= claimed_at AND claimed_at <= updated_at);
 -- 6. fencing was exercised: some owners were refused
