@@ -10,7 +10,7 @@
 #   4. table size on disk under a steady claim/complete/expire cycle with a
 #      5 s retention (target: levels off)
 # Environment (defaults): JANITOR_EXPIRED (1000000) JANITOR_LIVE (1000000)
-#   JANITOR_ROUNDS (3) JANITOR_P99_SECONDS (30) JANITOR_SMALL (100000)
+#   JANITOR_ROUNDS (3) JANITOR_P99_SECONDS (45) JANITOR_SMALL (100000)
 #   JANITOR_BIG (10000000; 0 skips 3) JANITOR_IDLE_SECONDS (15)
 #   JANITOR_CYCLE_SECONDS (240; 0 skips 4) JANITOR_SAMPLE_SECONDS (10)
 #   JANITOR_BATCH_SIZE, JANITOR_BATCH_DELAY (server defaults) BENCH_PORT (55440)
@@ -20,7 +20,7 @@ ROOT=$(cd "$here/../.." && pwd)
 EXPIRED=${JANITOR_EXPIRED:-1000000}
 LIVE=${JANITOR_LIVE:-1000000}
 ROUNDS=${JANITOR_ROUNDS:-3}
-P99_SECS=${JANITOR_P99_SECONDS:-30}
+P99_SECS=${JANITOR_P99_SECONDS:-45}
 SMALL=${JANITOR_SMALL:-100000}
 BIG=${JANITOR_BIG:-10000000}
 IDLE_SECS=${JANITOR_IDLE_SECONDS:-15}
@@ -56,29 +56,15 @@ load() {
 	q -v expired="$1" -v live="$2" -f "$here/load.sql"
 	q -c "VACUUM ANALYZE idem_gate.claims" -c "CHECKPOINT"
 }
-counters() { q -F ' ' -c "SELECT janitor_passes, deleted_completed, last_pass_ms,
-	extract(epoch FROM last_pass_at) FROM idem_gate.stats_counters()"; }
-setconf() { q -c "ALTER SYSTEM SET $1 = '$2'" -c "SELECT pg_reload_conf()" >/dev/null; }
 
-# worker_pass: make the worker run one pass now (naptime 1s for as long as
-# it takes the pass to start, then back to 1h) with a 1-day retention, wait
-# for it to end; prints "deleted ms start_epoch end_epoch"
+# worker_pass: make the worker run one pass now, from one session (see
+# worker_pass.sql); prints "deleted ms start_epoch end_epoch"
 worker_pass() {
-	local p0 d0 p d ms end
-	read -r p0 d0 _ _ < <(counters)
-	setconf idem_gate.retention 1d
-	setconf idem_gate.naptime 1s
-	# the counters move at the end of a pass: its start shows in pg_stat_activity
-	until [ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor'
-			AND state = 'active'")" -gt 0 ] || [ "$(counters | cut -d' ' -f1)" -gt "$p0" ]; do :; done
-	setconf idem_gate.naptime 1h
-	while read -r p _ _ _ < <(counters); [ "$p" -eq "$p0" ]; do sleep 0.05; done
-	read -r p d ms end < <(counters)
-	[ "$p" -eq $((p0 + 1)) ] || { echo "unexpected extra janitor pass: $p0 -> $p" >&2; exit 1; }
-	setconf idem_gate.retention 30d
-	echo "$((d - d0)) $ms $(echo "$end - $ms / 1000" | bc -l) $end"
+	local passes d ms from to
+	read -r passes d ms from to < <(q -F ' ' -f "$here/worker_pass.sql")
+	[ "$passes" -eq 1 ] || { echo "unexpected janitor passes: $passes" >&2; exit 1; }
+	echo "$d $ms $from $to"
 }
-
 # p99 LOGPREFIX FROM TO: p99 latency (ms) of the transactions of pgbench's
 # per-transaction logs that ended within [FROM, TO] (epoch seconds)
 p99() {
