@@ -114,8 +114,8 @@ _PG_init(void)
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("idem_gate.batch_delay",
-							"Pause of the background worker between full batches of a pass.",
-							"Spreads a long pass's WAL and I/O so that claims keep their latency; 0 runs batches back to back.",
+							"Pause of the background worker after each batch of a pass while the gate is in use.",
+							"While claims are being made the worker works in batches of a tenth of idem_gate.batch_size and pauses this long after each, so that claims keep their latency; with no claims it does not pause. 0 never pauses.",
 							&idem_batch_delay,
 							5, 0, 10000,
 							PGC_SIGHUP, GUC_UNIT_MS,

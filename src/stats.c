@@ -100,6 +100,22 @@ idem_stats_count(IgStat stat)
 		pg_atomic_fetch_add_u64(&ig_shared->counters[stat], 1);
 }
 
+/*
+ * Calls of the gate's functions so far (claims, completions, failures,
+ * resolutions): the worker yields to the claims while this moves.
+ */
+uint64
+idem_stats_gate_calls(void)
+{
+	uint64		n = 0;
+
+	if (ig_shared == NULL)
+		return 0;
+	for (int i = 0; i <= IG_STAT_RESOLVES; i++)
+		n += pg_atomic_read_u64(&ig_shared->counters[i]);
+	return n;
+}
+
 /* Count n events. */
 void
 idem_stats_add(IgStat stat, uint64 n)

@@ -33,6 +33,7 @@
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
@@ -310,6 +311,37 @@ ig_extension_present(void)
 	return present;
 }
 
+
+/*
+ * Lower the janitor's CPU priority.  setpriority() alone does not do it on
+ * Linux with autogroup scheduling (the default of many distributions):
+ * every PostgreSQL process calls setsid() and so is alone in its own
+ * autogroup, and the scheduler shares the CPU fairly between autogroups
+ * whatever their members' nice values.  The autogroup has its own nice
+ * value, in /proc/self/autogroup; where that file does not exist, the
+ * process's own nice value is what counts.
+ */
+static void
+ig_lower_priority(void)
+{
+	FILE	   *f;
+	bool		ok;
+
+	if (setpriority(PRIO_PROCESS, 0, IG_JANITOR_NICE) != 0)
+		ereport(DEBUG1,
+				(errmsg("idem_gate janitor: could not lower its priority: %m")));
+
+	f = AllocateFile("/proc/self/autogroup", "w");
+	if (f == NULL)
+		return;
+	ok = fprintf(f, "%d", IG_JANITOR_NICE) > 0;
+	if (FreeFile(f) != 0)
+		ok = false;
+	if (!ok)
+		ereport(DEBUG1,
+				(errmsg("idem_gate janitor: could not lower its autogroup's priority: %m")));
+}
+
 /*
  * The janitor's main loop: a pass every idem_gate.naptime seconds, timed
  * from the start of the last pass, so a SIGHUP does not cause an early one.
@@ -339,9 +371,7 @@ idem_gate_janitor_main(Datum main_arg)
 	 * that do not wait for their WAL flush (a deletion lost in a crash is
 	 * simply done again at the next pass; no client waits for it).
 	 */
-	if (setpriority(PRIO_PROCESS, 0, IG_JANITOR_NICE) != 0)
-		ereport(DEBUG1,
-				(errmsg("idem_gate janitor: could not lower its priority: %m")));
+	ig_lower_priority();
 	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 
 	for (;;)
