@@ -702,11 +702,13 @@ typedef struct IgWriter
  * columns an update changes (none for an insert): the executor's index
  * maintenance uses it to hint "key unchanged" to the primary key, which
  * lets btree remove old versions bottom-up instead of splitting pages.
- * Returns false, with nothing opened, if the table is not as idem_gate made
- * it.
+ * precheck prepares the primary key for ExecCheckIndexConstraints(); the
+ * insert's own conflict detection does not need that.  Returns false,
+ * with nothing opened, if the table is not as idem_gate made it.
  */
 static bool
-ig_writer_begin(IgWriter *w, IgCall *call, const IgCol *updated, int nupdated)
+ig_writer_begin(IgWriter *w, IgCall *call, const IgCol *updated, int nupdated,
+				bool precheck)
 {
 	Relation	rel = ig_rel(call);
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -736,7 +738,7 @@ ig_writer_begin(IgWriter *w, IgCall *call, const IgCol *updated, int nupdated)
 
 	w->rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(w->rri, rel, 1, NULL, 0);
-	ExecOpenIndices(w->rri, nupdated == 0);
+	ExecOpenIndices(w->rri, precheck);
 	w->estate->es_output_cid = GetCurrentCommandId(true);
 	w->slot = ExecInitExtraTupleSlot(w->estate, desc, &TTSOpsVirtual);
 	ExecClearTuple(w->slot);
@@ -824,7 +826,7 @@ ig_direct_insert(IgCall *call, Datum execution_id, bool has_exec,
 	bool		committed = false;	/* the pre-check found a committed row */
 	bool		conflict = false;	/* the insert met a concurrent one */
 
-	if (!ig_writer_begin(&w, call, NULL, 0))
+	if (!ig_writer_begin(&w, call, NULL, 0, precheck))
 		return IG_DIRECT_UNUSABLE;
 	desc = RelationGetDescr(w.rel);
 
@@ -917,7 +919,7 @@ ig_direct_transition(IgCall *call, IgRow *row, IgState new_state, IgCol extra,
 	LockTupleMode lockmode;
 	bool		update_indexes;
 
-	if (!ig_writer_begin(&w, call, updated, lengthof(updated)))
+	if (!ig_writer_begin(&w, call, updated, lengthof(updated), false))
 		return IG_DIRECT_UNUSABLE;
 	desc = RelationGetDescr(w.rel);
 
