@@ -571,6 +571,14 @@ ig_claims_oid(void)
 	return relid;
 }
 
+/* The type of idem_gate.claims.state: the enum of the current extension. */
+static Oid
+ig_state_type(Relation rel)
+{
+	return TupleDescAttr(RelationGetDescr(rel),
+						 ig_col_attnums[IG_COL_STATE] - 1)->atttypid;
+}
+
 /*
  * idem_gate.claims, opened once per call: with the lock of a write if the
  * call may write, so that reading the row and writing it take one lock.
@@ -622,15 +630,12 @@ ig_probe(IgCall *call, IgRow *row, bool keep_tuple)
 
 	if (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
-		Oid			statetype;
 		bool		isnull;
 		Datum		d;
 
-		statetype = TupleDescAttr(RelationGetDescr(rel),
-								  ig_col_attnums[IG_COL_STATE] - 1)->atttypid;
 		row->found = true;
 		d = slot_getattr(slot, ig_col_attnums[IG_COL_STATE], &isnull);
-		row->state = ig_state_from_datum(statetype, d);
+		row->state = ig_state_from_datum(ig_state_type(rel), d);
 		d = slot_getattr(slot, ig_col_attnums[IG_COL_TOKEN], &isnull);
 		row->token = DatumGetInt64(d);
 		d = slot_getattr(slot, ig_col_attnums[IG_COL_ATTEMPT], &isnull);
@@ -835,8 +840,7 @@ ig_direct_insert(IgCall *call, Datum execution_id, bool has_exec,
 	ig_writer_set(&w, IG_COL_WORKFLOW, call->workflow, false);
 	ig_writer_set(&w, IG_COL_KEY, call->key, false);
 	ig_writer_set(&w, IG_COL_STATE,
-				  ig_state_datum(TupleDescAttr(desc, ig_col_attnums[IG_COL_STATE] - 1)->atttypid,
-								 IG_PROCESSING), false);
+				  ig_state_datum(ig_state_type(w.rel), IG_PROCESSING), false);
 	ig_writer_set(&w, IG_COL_ATTEMPT, Int32GetDatum(1), false);
 	ig_writer_set(&w, IG_COL_TOKEN, Int64GetDatum(token), false);
 	ig_writer_set(&w, IG_COL_EXECUTION_ID,
@@ -925,8 +929,7 @@ ig_direct_transition(IgCall *call, IgRow *row, IgState new_state, IgCol extra,
 
 	heap_deform_tuple(row->tuple, desc, w.slot->tts_values, w.slot->tts_isnull);
 	ig_writer_set(&w, IG_COL_STATE,
-				  ig_state_datum(TupleDescAttr(desc, ig_col_attnums[IG_COL_STATE] - 1)->atttypid,
-								 new_state), false);
+				  ig_state_datum(ig_state_type(w.rel), new_state), false);
 	ig_writer_set(&w, IG_COL_UPDATED_AT, TimestampTzGetDatum(stamp), false);
 	if (new_state == IG_COMPLETED)
 		ig_writer_set(&w, IG_COL_COMPLETED_AT, TimestampTzGetDatum(stamp), false);

@@ -44,11 +44,10 @@ int			idem_failed_retention = 7 * SECS_PER_DAY;
 int			idem_stuck_after = 15 * SECS_PER_MINUTE;
 int			idem_stuck_action = IDEM_STUCK_ALERT;
 int			idem_batch_size = 1000;
+int			idem_batch_delay = 5;
 
 /* while the gate is in use, batches are this many times smaller */
 #define IG_BUSY_BATCH_DIVISOR	10
-
-int			idem_batch_delay = 5;
 
 /* Examples named in the pass's WARNING line. */
 #define IG_ALERT_EXAMPLES	3
@@ -308,9 +307,9 @@ ig_batches(IgPass *pass, IgJanitorPlan id)
 			continue;
 		}
 
-		/* SIGTERM still ends the wait at once */
 		calls = calls_now;
 		limit = Max(1, idem_batch_size / IG_BUSY_BATCH_DIVISOR);
+		/* SIGTERM still ends the wait at once */
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 idem_batch_delay, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

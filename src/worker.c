@@ -311,7 +311,6 @@ ig_extension_present(void)
 	return present;
 }
 
-
 /*
  * Lower the janitor's CPU priority.  setpriority() alone does not do it on
  * Linux with autogroup scheduling (the default of many distributions):
