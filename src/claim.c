@@ -791,13 +791,22 @@ ig_writer_store(IgWriter *w)
 	return true;
 }
 
-/* The error REPEATABLE READ and SERIALIZABLE raise for a concurrent write. */
+/*
+ * The error REPEATABLE READ and SERIALIZABLE raise when the row of the key
+ * was written by a transaction the caller's snapshot does not see: the
+ * claim can neither wait and read that row (as under READ COMMITTED) nor
+ * ignore it.
+ */
 static void
-ig_error_serialization(const char *what)
+ig_error_serialization(IgCall *call, const char *what)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-			 errmsg("could not serialize access due to concurrent %s", what)));
+			 errmsg("could not serialize access to key \"%s\" in workflow \"%s\" due to concurrent %s",
+					idem_display(call->key_str),
+					idem_display(call->workflow_str), what),
+			 errdetail("The claim was written by a transaction that this transaction's snapshot does not see."),
+			 errhint("Retry the transaction, or call idem_gate's functions under READ COMMITTED, where they wait for a concurrent claim and answer from its row.")));
 }
 
 /* A text or jsonb argument as stored: not toasted, short header kept. */
@@ -883,7 +892,7 @@ ig_direct_insert(IgCall *call, Datum execution_id, bool has_exec,
 		 * READ no later read could see it either: fail as the SQL would.
 		 */
 		if (IsolationUsesXactSnapshot())
-			ig_error_serialization("update");
+			ig_error_serialization(call, "update");
 		return IG_DIRECT_RETRY;
 	}
 	if (conflict)
@@ -953,7 +962,7 @@ ig_direct_transition(IgCall *call, IgRow *row, IgState new_state, IgCol extra,
 		case TM_Updated:
 		case TM_Deleted:
 			if (IsolationUsesXactSnapshot())
-				ig_error_serialization(result == TM_Updated ? "update" : "delete");
+				ig_error_serialization(call, result == TM_Updated ? "update" : "delete");
 			break;
 		default:
 			elog(ERROR, "unexpected table_tuple_update status: %u", result);
