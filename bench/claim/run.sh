@@ -4,15 +4,16 @@
 #   new key        idem_claim           vs raw INSERT ... ON CONFLICT DO NOTHING
 #   duplicate      idem_claim           vs the PL/pgSQL gate (base.claim)
 #   claim+complete idem_claim_ex+complete vs base.claim + base.complete
+#                  (and the bare two-statement cycle raw_cycle: the floor)
 # with synchronous_commit off and on (pgbench -M prepared, 8 clients), then
 # WAL bytes per duplicate claim, and new-key claims at 10M rows vs 100k.
-#   BENCH_SECONDS (10), BENCH_ROUNDS (2), BENCH_SCALE_ROWS (10000000; 0 skips)
+#   BENCH_SECONDS (10), BENCH_ROUNDS (3), BENCH_SCALE_ROWS (10000000; 0 skips)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$here/../.." && pwd)
 BASE=${IDEM_SHARED:-$ROOT/../shared}/bench/baseline
 SECS=${BENCH_SECONDS:-10}
-ROUNDS=${BENCH_ROUNDS:-2}
+ROUNDS=${BENCH_ROUNDS:-3}
 SCALE_ROWS=${BENCH_SCALE_ROWS:-10000000}
 PORT=${BENCH_PORT:-55434}
 
@@ -35,7 +36,7 @@ tps() {
 		awk '/^tps = / { print $3 }'
 }
 
-declare -A sum
+declare -A sum per
 pairs=("new:$BASE/raw_new.pgb:$here/idem_new.pgb"
 	   "duplicate:$BASE/plpgsql_dup.pgb:$here/idem_dup.pgb"
 	   "claim+complete:$BASE/plpgsql_cycle.pgb:$here/idem_cycle.pgb")
@@ -44,21 +45,36 @@ for sync in off on; do
 	for r in $(seq "$ROUNDS"); do
 		for p in "${pairs[@]}"; do
 			IFS=: read -r name b i <<<"$p"
-			sum[$sync:$name:base]=$(echo "${sum[$sync:$name:base]:-0} + $(tps "$b" $sync)" | bc -l)
-			sum[$sync:$name:idem]=$(echo "${sum[$sync:$name:idem]:-0} + $(tps "$i" $sync)" | bc -l)
+			bt=$(tps "$b" $sync)
+			it=$(tps "$i" $sync)
+			sum[$sync:$name:base]=$(echo "${sum[$sync:$name:base]:-0} + $bt" | bc -l)
+			sum[$sync:$name:idem]=$(echo "${sum[$sync:$name:idem]:-0} + $it" | bc -l)
+			per[$sync:$name]="${per[$sync:$name]:-} $(printf '%.2f' "$(echo "$it / $bt" | bc -l)")"
+			if [ "$name" = claim+complete ]; then
+				ft=$(tps "$BASE/raw_cycle.pgb" $sync)
+				sum[$sync:floor]=$(echo "${sum[$sync:floor]:-0} + $ft" | bc -l)
+				per[$sync:floor]="${per[$sync:floor]:-} $(printf '%.2f' "$(echo "$ft / $bt" | bc -l)")"
+			fi
 		done
 	done
 done
-printf '\n%-16s %-6s %-24s %12s %12s %7s %7s\n' case sync baseline baseline_tps idem_tps ratio target
+printf '\n%-16s %-6s %-24s %12s %12s %7s %7s  %s\n' case sync baseline baseline_tps idem_tps ratio target rounds
 for sync in off on; do
 	for p in "${pairs[@]}"; do
 		IFS=: read -r name b i <<<"$p"
 		bt=$(echo "${sum[$sync:$name:base]} / $ROUNDS" | bc -l)
 		it=$(echo "${sum[$sync:$name:idem]} / $ROUNDS" | bc -l)
 		case $name in new) target=0.90;; duplicate) target=1.10;; *) target=1.30;; esac
-		printf '%-16s %-6s %-24s %12.0f %12.0f %7.2f %7s\n' "$name" "$sync" "$(basename "$b" .pgb)" \
-			"$bt" "$it" "$(echo "$it / $bt" | bc -l)" "$target"
+		printf '%-16s %-6s %-24s %12.0f %12.0f %7.2f %7s %s\n' "$name" "$sync" "$(basename "$b" .pgb)" \
+			"$bt" "$it" "$(echo "$it / $bt" | bc -l)" "$target" "${per[$sync:$name]}"
 	done
+done
+# The floor of any claim + complete: raw_cycle, a bare INSERT ... ON CONFLICT
+# and a bare UPDATE of a one-index table, two commits like the gate's cycle.
+echo
+for sync in off on; do
+	printf 'floor for claim+complete, sync %-3s: raw_cycle at %.2f x plpgsql_cycle (rounds:%s)\n' "$sync" \
+		"$(echo "${sum[$sync:floor]} / ${sum[$sync:claim+complete:base]}" | bc -l)" "${per[$sync:floor]}"
 done
 
 # WAL written by 10,000 duplicate claims of completed keys
@@ -72,20 +88,36 @@ printf '\nWAL bytes for 10,000 duplicate claims: %s (%s per claim; target 0)\n' 
 	"$(echo "$wal / 10000" | bc -l | xargs printf '%.3f')"
 q -c "ALTER SYSTEM RESET autovacuum" -c "SELECT pg_reload_conf()" >/dev/null
 
-# new-key claims with a big table: 100k rows, then SCALE_ROWS rows
+# new-key claims with a big table: one database holds 100k rows, another
+# SCALE_ROWS; their runs alternate, each after a checkpoint, and the small
+# one is loaded again before each of its runs so that it stays at 100k
+scale_db() {
+	q -d "$1" -c "TRUNCATE idem_gate.claims" -c "INSERT INTO idem_gate.claims
+		(workflow, key, state, attempt, token, result, created_at, claimed_at, updated_at, completed_at)
+		SELECT 'wf', 'old_' || g, 'completed', 1, nextval('idem_gate.token_seq'), '{\"action_id\":\"inv_1\"}',
+			   now() - interval '1 day', now() - interval '1 day', now() - interval '1 day', now() - interval '1 day'
+		  FROM generate_series(1, $2) g" -c "VACUUM ANALYZE idem_gate.claims" >/dev/null
+}
 if [ "$SCALE_ROWS" -gt 0 ]; then
-	load() {
-		q -c "TRUNCATE idem_gate.claims" -c "INSERT INTO idem_gate.claims
-			(workflow, key, state, attempt, token, result, created_at, claimed_at, updated_at, completed_at)
-			SELECT 'wf', 'old_' || g, 'completed', 1, nextval('idem_gate.token_seq'), '{\"action_id\":\"inv_1\"}',
-				   now() - interval '1 day', now() - interval '1 day', now() - interval '1 day', now() - interval '1 day'
-			  FROM generate_series(1, $1) g" -c "VACUUM ANALYZE idem_gate.claims" -c "CHECKPOINT" >/dev/null
-	}
-	load 100000
-	small=$(tps "$here/idem_new.pgb" off)
+	for db in scale_small scale_big; do
+		q -c "CREATE DATABASE $db"
+		q -d "$db" -c "CREATE EXTENSION idem_gate" 2>/dev/null
+	done
+	echo
 	echo "loading $SCALE_ROWS rows..."
-	load "$SCALE_ROWS"
-	big=$(tps "$here/idem_new.pgb" off)
-	printf 'new-key claims (sync off): %.0f tps at 100k rows, %.0f tps at %d rows: ratio %.2f (target 0.80)\n' \
-		"$small" "$big" "$SCALE_ROWS" "$(echo "$big / $small" | bc -l)"
+	scale_db scale_big "$SCALE_ROWS"
+	small_sum=0 big_sum=0 rounds=""
+	for r in $(seq "$ROUNDS"); do
+		scale_db scale_small 100000
+		q -c "CHECKPOINT"
+		small=$(PGDATABASE=scale_small tps "$here/idem_new.pgb" off)
+		q -c "CHECKPOINT"
+		big=$(PGDATABASE=scale_big tps "$here/idem_new.pgb" off)
+		small_sum=$(echo "$small_sum + $small" | bc -l)
+		big_sum=$(echo "$big_sum + $big" | bc -l)
+		rounds="$rounds $(printf '%.2f' "$(echo "$big / $small" | bc -l)")"
+	done
+	printf 'new-key claims (sync off): %.0f tps at 100k rows, %.0f tps at %d rows: ratio %.2f (target 0.80; rounds:%s)\n' \
+		"$(echo "$small_sum / $ROUNDS" | bc -l)" "$(echo "$big_sum / $ROUNDS" | bc -l)" "$SCALE_ROWS" \
+		"$(echo "$big_sum / $small_sum" | bc -l)" "$rounds"
 fi
