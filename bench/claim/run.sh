@@ -36,6 +36,9 @@ tps() {
 		awk '/^tps = / { print $3 }'
 }
 
+# ratio A B: A / B with two decimals, as every per-round figure is printed
+ratio() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
+
 declare -A sum per
 pairs=("new:$BASE/raw_new.pgb:$here/idem_new.pgb"
 	   "duplicate:$BASE/plpgsql_dup.pgb:$here/idem_dup.pgb"
@@ -49,11 +52,11 @@ for sync in off on; do
 			it=$(tps "$i" $sync)
 			sum[$sync:$name:base]=$(echo "${sum[$sync:$name:base]:-0} + $bt" | bc -l)
 			sum[$sync:$name:idem]=$(echo "${sum[$sync:$name:idem]:-0} + $it" | bc -l)
-			per[$sync:$name]="${per[$sync:$name]:-} $(printf '%.2f' "$(echo "$it / $bt" | bc -l)")"
+			per[$sync:$name]="${per[$sync:$name]:-} $(ratio "$it" "$bt")"
 			if [ "$name" = claim+complete ]; then
 				ft=$(tps "$BASE/raw_cycle.pgb" $sync)
 				sum[$sync:floor]=$(echo "${sum[$sync:floor]:-0} + $ft" | bc -l)
-				per[$sync:floor]="${per[$sync:floor]:-} $(printf '%.2f' "$(echo "$ft / $bt" | bc -l)")"
+				per[$sync:floor]="${per[$sync:floor]:-} $(ratio "$ft" "$bt")"
 			fi
 		done
 	done
@@ -115,7 +118,7 @@ if [ "$SCALE_ROWS" -gt 0 ]; then
 		big=$(PGDATABASE=scale_big tps "$here/idem_new.pgb" off)
 		small_sum=$(echo "$small_sum + $small" | bc -l)
 		big_sum=$(echo "$big_sum + $big" | bc -l)
-		rounds="$rounds $(printf '%.2f' "$(echo "$big / $small" | bc -l)")"
+		rounds="$rounds $(ratio "$big" "$small")"
 	done
 	printf 'new-key claims (sync off): %.0f tps at 100k rows, %.0f tps at %d rows: ratio %.2f (target 0.80; rounds:%s)\n' \
 		"$(echo "$small_sum / $ROUNDS" | bc -l)" "$(echo "$big_sum / $ROUNDS" | bc -l)" "$SCALE_ROWS" \
