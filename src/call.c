@@ -338,6 +338,7 @@ ig_call_open(FunctionCallInfo fcinfo, IgCall *call, const char *fname,
 
 	call->callcxt = CurrentMemoryContext;
 	ig_call_act_as_owner(fcinfo, &call->save_userid, &call->save_sec_context);
+	ig_acl_check(call->save_userid, GetUserId(), call->workflow_str);
 	call->guc_level = 0;
 	call->writes = writes;
 	call->rel = NULL;

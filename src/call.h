@@ -66,6 +66,11 @@ extern Datum ig_outcome_datum(Oid typoid, IgOutcome outcome);
 extern IgState ig_state_from_datum(Oid typoid, Datum d);
 extern Oid	ig_rettype(FunctionCallInfo fcinfo, const char *name);
 
+/* per-workflow access (acl.c) */
+extern bool idem_workflow_acl;
+extern void ig_acl_check(Oid caller, Oid owner, const char *workflow);
+extern void idem_acl_define_settings(void);
+
 /* errors */
 extern void ig_error_no_claim(IgCall *call, const char *verb);
 extern void ig_error_state(IgCall *call, const char *verb, IgState state);

@@ -17,6 +17,7 @@
 #include "utils/timestamp.h"
 
 #include "idem_gate.h"
+#include "call.h"
 #include "janitor.h"
 #include "stats.h"
 
@@ -66,6 +67,7 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	idem_janitor_define_settings();
+	idem_acl_define_settings();
 
 	DefineCustomIntVariable("idem_gate.naptime",
 							"Time between janitor passes.",
