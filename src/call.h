@@ -43,6 +43,11 @@ typedef struct IgCall
 	bool		spi_connected;	/* only the SQL path needs SPI */
 } IgCall;
 
+/* idem_gate.max_key_length */
+extern int	idem_max_key_length;
+
+extern void ig_call_define_settings(void);
+extern char *idem_display(const char *s);
 extern void ig_call_begin(FunctionCallInfo fcinfo, IgCall *call,
 						  const char *fname, bool writes);
 extern void ig_call_open(FunctionCallInfo fcinfo, IgCall *call,
