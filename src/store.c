@@ -255,7 +255,7 @@ ig_shape_load(void)
 	ig_shape.state_type = state_type;
 
 	rel = table_open(relid, AccessShareLock);
-	ig_shape.pk_index = ig_compat_primary_key_index(rel);
+	ig_shape.pk_index = ig_compat_primary_key(rel);
 	ig_shape_decide(rel, state_type);
 	table_close(rel, AccessShareLock);
 
@@ -384,7 +384,7 @@ ig_store_probe(IgCall *call, IgRow *row, bool keep_tuple)
 	CommandCounterIncrement();
 	snap = RegisterSnapshot(GetTransactionSnapshot());
 	slot = table_slot_create(rel, NULL);
-	scan = ig_compat_index_beginscan(rel, idx, snap, 2);
+	scan = ig_compat_index_beginscan(rel, idx, snap, 2, 0);
 	index_rescan(scan, skey, 2, NULL, 0);
 
 	if (index_getnext_slot(scan, ForwardScanDirection, slot))
