@@ -79,11 +79,13 @@ END $$;
 
 -- the table as the extension made it: direct writes, no fallback
 BEGIN;
+DELETE FROM idem_gate.claims;
 SELECT * FROM matrix_compare('none');
 ROLLBACK;
 
 -- a DBA's CHECK, with the number of CHECKs unchanged
 BEGIN;
+DELETE FROM idem_gate.claims;
 ALTER TABLE idem_gate.claims DROP CONSTRAINT claims_key_not_empty;
 ALTER TABLE idem_gate.claims ADD CONSTRAINT evt_keys CHECK (key ~ '^evt_');
 SELECT * FROM matrix_compare('a DBA CHECK replacing one of ours');
@@ -91,16 +93,19 @@ ROLLBACK;
 
 -- a NOT NULL of the DBA's
 BEGIN;
+DELETE FROM idem_gate.claims;
 ALTER TABLE idem_gate.claims ALTER last_error SET NOT NULL;
 SELECT * FROM matrix_compare('NOT NULL on last_error');
 ROLLBACK;
 
 -- an added column with a default, and a domain with a CHECK
 BEGIN;
+DELETE FROM idem_gate.claims;
 ALTER TABLE idem_gate.claims ADD COLUMN note text DEFAULT 'from the DBA';
 SELECT * FROM matrix_compare('an added column with a default');
 ROLLBACK;
 BEGIN;
+DELETE FROM idem_gate.claims;
 CREATE DOMAIN exec_id AS text CHECK (VALUE <> 'bad');
 ALTER TABLE idem_gate.claims ALTER execution_id TYPE exec_id;
 SELECT * FROM matrix_compare('execution_id as a domain with a CHECK');
@@ -108,6 +113,7 @@ ROLLBACK;
 
 -- a dropped column leaves the table as the extension made it
 BEGIN;
+DELETE FROM idem_gate.claims;
 ALTER TABLE idem_gate.claims ADD COLUMN scratch int;
 ALTER TABLE idem_gate.claims DROP COLUMN scratch;
 SELECT * FROM matrix_compare('a column added and dropped');
@@ -115,6 +121,7 @@ ROLLBACK;
 
 -- an index of the DBA's is maintained by both paths
 BEGIN;
+DELETE FROM idem_gate.claims;
 CREATE INDEX claims_by_execution ON idem_gate.claims (execution_id);
 SELECT * FROM matrix_compare('an index added');
 SET LOCAL enable_seqscan = off;
@@ -135,17 +142,20 @@ BEGIN
 	RETURN NULL;
 END $$;
 BEGIN;
+DELETE FROM idem_gate.claims;
 CREATE TRIGGER touch BEFORE INSERT OR UPDATE ON idem_gate.claims
 	FOR EACH ROW EXECUTE FUNCTION matrix_touch();
 SELECT * FROM matrix_compare('a BEFORE trigger');
 ROLLBACK;
 BEGIN;
+DELETE FROM idem_gate.claims;
 CREATE TRIGGER touch BEFORE INSERT OR UPDATE ON idem_gate.claims
 	FOR EACH ROW EXECUTE FUNCTION matrix_touch();
 ALTER TABLE idem_gate.claims DISABLE TRIGGER touch;
 SELECT * FROM matrix_compare('a disabled trigger');
 ROLLBACK;
 BEGIN;
+DELETE FROM idem_gate.claims;
 CREATE TRIGGER on_truncate BEFORE TRUNCATE ON idem_gate.claims
 	FOR EACH STATEMENT EXECUTE FUNCTION matrix_truncate();
 SELECT * FROM matrix_compare('a TRUNCATE trigger');
@@ -153,10 +163,12 @@ ROLLBACK;
 
 -- a publication with and without a replica identity
 BEGIN;
+DELETE FROM idem_gate.claims;
 CREATE PUBLICATION matrix_pub FOR TABLE idem_gate.claims;
 SELECT * FROM matrix_compare('published, replica identity by primary key');
 ROLLBACK;
 BEGIN;
+DELETE FROM idem_gate.claims;
 CREATE PUBLICATION matrix_pub FOR TABLE idem_gate.claims;
 ALTER TABLE idem_gate.claims REPLICA IDENTITY NOTHING;
 SELECT * FROM matrix_compare('published without a replica identity');
@@ -164,6 +176,7 @@ ROLLBACK;
 
 -- a partition of a parent that takes only some workflows
 BEGIN;
+DELETE FROM idem_gate.claims;
 CREATE TABLE claims_parent (LIKE idem_gate.claims) PARTITION BY LIST (workflow);
 ALTER TABLE claims_parent ATTACH PARTITION idem_gate.claims FOR VALUES IN ('m_direct', 'm_sql', 'other');
 SELECT * FROM matrix_compare('a partition of a parent');
@@ -178,6 +191,7 @@ ROLLBACK;
 CREATE ROLE regress_matrix_owner;
 GRANT USAGE ON SCHEMA idem_gate TO regress_matrix_owner;
 BEGIN;
+DELETE FROM idem_gate.claims;
 ALTER FUNCTION idem_claim_ex(text, text, interval, text, text) OWNER TO regress_matrix_owner;
 ALTER FUNCTION idem_claim(text, text, interval) OWNER TO regress_matrix_owner;
 ALTER FUNCTION idem_complete(text, text, bigint, jsonb) OWNER TO regress_matrix_owner;

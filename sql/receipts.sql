@@ -37,7 +37,7 @@ SELECT s.receipts_cleared - :cleared_before AS receipts_cleared FROM idem_gate.s
 SELECT outcome, result FROM idem_claim_ex('r_old_1', 'r_wf');
 -- the janitor remembers how far it cleared
 SELECT workflow, receipts_cleared_until < now() - interval '1 hour' AS behind_the_cutoff
-  FROM idem_gate.janitor_watermarks;
+  FROM idem_gate.janitor_watermarks WHERE workflow = 'r_wf';
 SELECT deleted FROM idem_gate.janitor_run();
 SELECT s.receipts_cleared - :cleared_before AS receipts_cleared FROM idem_gate.stats s;
 RESET idem_gate.receipt_retention;
