@@ -819,7 +819,8 @@ jcs_resolve_field(Jsonb *jb, const char *spec)
 			key.type = jbvString;
 			key.val.string.val = tok.data;
 			key.val.string.len = tok.len;
-			cur = findJsonbValueFromContainer(jc, JB_FOBJECT, &key);
+			cur = findJsonbValueFromContainer(unconstify(JsonbContainer *, jc),
+											  JB_FOBJECT, &key);
 			if (cur == NULL)
 				jcs_field_missing(spec, psprintf("There is no member \"%s\".",
 												 jcs_display(tok.data, tok.len)));

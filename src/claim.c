@@ -60,6 +60,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "idem_gate.h"
 #include "stats.h"
 
@@ -616,7 +617,7 @@ ig_probe(IgCall *call, IgRow *row, bool keep_tuple)
 	row->result_isnull = true;
 
 	rel = ig_rel(call);
-	idx = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+	idx = index_open(ig_compat_primary_key(rel), AccessShareLock);
 	ScanKeyInit(&skey[0], 1, BTEqualStrategyNumber, F_TEXTEQ, call->workflow);
 	skey[0].sk_collation = idx->rd_indcollation[0];
 	ScanKeyInit(&skey[1], 2, BTEqualStrategyNumber, F_TEXTEQ, call->key);
@@ -625,7 +626,7 @@ ig_probe(IgCall *call, IgRow *row, bool keep_tuple)
 	CommandCounterIncrement();
 	snap = RegisterSnapshot(GetTransactionSnapshot());
 	slot = table_slot_create(rel, NULL);
-	scan = index_beginscan(rel, idx, snap, 2, 0);
+	scan = ig_compat_index_beginscan(rel, idx, snap, 2, 0);
 	index_rescan(scan, skey, 2, NULL, 0);
 
 	if (index_getnext_slot(scan, ForwardScanDirection, slot))
@@ -717,7 +718,7 @@ ig_writer_begin(IgWriter *w, IgCall *call, const IgCol *updated, int nupdated,
 {
 	Relation	rel = ig_rel(call);
 	TupleDesc	desc = RelationGetDescr(rel);
-	RangeTblEntry *rte;
+	Bitmapset  *updated_cols = NULL;
 	MemoryContext old;
 
 	if (rel->trigdesc != NULL || rel->rd_rel->relrowsecurity ||
@@ -730,16 +731,11 @@ ig_writer_begin(IgWriter *w, IgCall *call, const IgCol *updated, int nupdated,
 	w->estate = CreateExecutorState();
 	old = MemoryContextSwitchTo(w->estate->es_query_cxt);
 
-	rte = makeNode(RangeTblEntry);
-	rte->rtekind = RTE_RELATION;
-	rte->relid = RelationGetRelid(rel);
-	rte->relkind = rel->rd_rel->relkind;
-	rte->rellockmode = RowExclusiveLock;
 	for (int i = 0; i < nupdated; i++)
-		rte->updatedCols = bms_add_member(rte->updatedCols,
-										  ig_col_attnums[updated[i]] -
-										  FirstLowInvalidHeapAttributeNumber);
-	ExecInitRangeTable(w->estate, list_make1(rte));
+		updated_cols = bms_add_member(updated_cols,
+									  ig_col_attnums[updated[i]] -
+									  FirstLowInvalidHeapAttributeNumber);
+	ig_compat_init_range_table(w->estate, rel, updated_cols);
 
 	w->rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(w->rri, rel, 1, NULL, 0);
@@ -865,10 +861,10 @@ ig_direct_insert(IgCall *call, Datum execution_id, bool has_exec,
 		return IG_DIRECT_UNUSABLE;
 	}
 
-	arbiter = list_make1_oid(RelationGetPrimaryKeyIndex(w.rel));
+	arbiter = list_make1_oid(ig_compat_primary_key(w.rel));
 	if (precheck &&
-		!ExecCheckIndexConstraints(w.rri, w.slot, w.estate, &conflict_tid,
-								   arbiter))
+		!ig_compat_check_index_constraints(w.rri, w.slot, w.estate,
+										   &conflict_tid, arbiter))
 		committed = true;
 	else
 	{
@@ -877,8 +873,8 @@ ig_direct_insert(IgCall *call, Datum execution_id, bool has_exec,
 
 		table_tuple_insert_speculative(w.rel, w.slot, w.estate->es_output_cid,
 									   0, NULL, spec_token);
-		ExecInsertIndexTuples(w.rri, w.slot, w.estate, false, true,
-							  &conflict, arbiter);
+		ig_compat_insert_index_tuples(w.rri, w.slot, w.estate, &conflict,
+									  arbiter);
 		table_tuple_complete_speculative(w.rel, w.slot, spec_token, !conflict);
 		SpeculativeInsertionLockRelease(xid);
 	}
@@ -930,7 +926,7 @@ ig_direct_transition(IgCall *call, IgRow *row, IgState new_state, IgCol extra,
 	TM_Result	result;
 	TM_FailureData tmfd;
 	LockTupleMode lockmode;
-	bool		update_indexes;
+	IgIndexUpdate update_indexes;
 
 	if (!ig_writer_begin(&w, call, updated, lengthof(updated), false))
 		return IG_DIRECT_UNUSABLE;
@@ -955,9 +951,8 @@ ig_direct_transition(IgCall *call, IgRow *row, IgState new_state, IgCol extra,
 	switch (result)
 	{
 		case TM_Ok:
-			if (update_indexes)
-				ExecInsertIndexTuples(w.rri, w.slot, w.estate, true, false,
-									  NULL, NIL);
+			ig_compat_update_index_tuples(w.rri, w.slot, w.estate,
+										  update_indexes);
 			break;
 		case TM_Updated:
 		case TM_Deleted:
