@@ -74,7 +74,7 @@ cleanup() {
 	[ -n "$server_dir" ] && "$REPO/scripts/cluster.sh" stop "$server_dir"
 	local m
 	for m in "${roots_used[@]}"; do
-		"$REPO/scripts/roots.sh" unbind "$m" /tmp
+		"$REPO/scripts/roots.sh" unbind "$m" "$WORK"
 		"$REPO/scripts/roots.sh" release "$m"
 	done
 }
@@ -120,8 +120,8 @@ record_prove() {
 }
 
 # The selected major's build and PGXS runs: on the host for its own major,
-# inside the root (a clean environment, /tmp shared with the host) for the
-# others.
+# inside the root (a clean environment; $WORK is bind-mounted at the same
+# path) for the others.
 in_major() {
 	if [ -z "$rootdir" ]; then
 		"$@"
@@ -153,7 +153,7 @@ run_major() {
 		pgc=/usr/lib/postgresql/$major/bin/pg_config
 		roots_used+=("$major")
 		"$REPO/scripts/roots.sh" mount "$major" &&
-			"$REPO/scripts/roots.sh" bind "$major" /tmp || {
+			"$REPO/scripts/roots.sh" bind "$major" "$WORK" || {
 			record "roots" 0 1
 			return
 		}
@@ -223,6 +223,10 @@ run_major() {
 			export IDEM_PG_AS_POSTGRES="chroot $rootdir runuser -u postgres --"
 		fi
 		export IDEM_PG_MAJOR=$major
+		# their data directories go where the root sees them too
+		export TMPDIR="$WORK/$major/tmp"
+		mkdir -p "$TMPDIR"
+		chmod 1777 "$TMPDIR"
 		for suite in "$suites"/test/suites/*.sh; do
 			[ -e "$suite" ] || continue
 			name=$(basename "$suite" .sh)
@@ -240,10 +244,11 @@ run_major() {
 				record "$name" "$p" "$f"
 			fi
 		done
-		unset IDEM_PG_BIN IDEM_PG_AS_POSTGRES IDEM_PG_MAJOR
+		unset IDEM_PG_BIN IDEM_PG_AS_POSTGRES IDEM_PG_MAJOR TMPDIR
 	fi
 
 	"$REPO/scripts/cluster.sh" stop "$server_dir"
+	rm -rf "$server_dir/data"
 	server_dir=
 	unset PGHOST PGPORT PGUSER PGDATABASE
 }
@@ -263,7 +268,7 @@ for major in $MAJORS; do
 	run_major
 	times+=("$major: $(($(date +%s) - t0)) s")
 	if [ -n "$rootdir" ]; then
-		"$REPO/scripts/roots.sh" unbind "$major" /tmp
+		"$REPO/scripts/roots.sh" unbind "$major" "$WORK"
 		"$REPO/scripts/roots.sh" release "$major"
 	fi
 done

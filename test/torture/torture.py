@@ -429,7 +429,7 @@ class Harness:
     def __init__(self, a):
         self.a = a
         self.rng = random.Random(a.seed)
-        self.work = tempfile.mkdtemp(prefix='idem_torture.', dir='/tmp')
+        self.work = tempfile.mkdtemp(prefix='idem_torture.')   # in TMPDIR, default /tmp
         os.chmod(self.work, 0o755)
         for d in ('clients', 'progress'):
             os.mkdir(os.path.join(self.work, d))
