@@ -82,6 +82,15 @@ new_root() {
 	mount -t proc proc "$r/proc"
 	mount -t tmpfs -o mode=1777 shm "$r/dev/shm"
 	cp /etc/resolv.conf "$r/etc/resolv.conf"
+	# the bookworm root gets the host's suites: the package depends on the
+	# server version it was built against, which may be a security update
+	if [ "$MAJOR" = 15 ]; then
+		cat >"$r/etc/apt/sources.list" <<EOS
+deb $MIRROR bookworm main
+deb $MIRROR bookworm-updates main
+deb ${IDEM_DEB_SECURITY_MIRROR:-http://deb.debian.org/debian-security} bookworm-security main
+EOS
+	fi
 	# no service starts, no cluster is created by the postgresql packages
 	printf '#!/bin/sh\nexit 101\n' >"$r/usr/sbin/policy-rc.d"
 	chmod 755 "$r/usr/sbin/policy-rc.d"
@@ -99,11 +108,6 @@ if [ "$MAJOR" = 15 ]; then
 		rm -rf "$BASE.partial"
 		debootstrap --variant=minbase bookworm "$BASE.partial" "$MIRROR" >"$CACHE/bookworm.debootstrap.log" 2>&1 ||
 			{ tail -20 "$CACHE/bookworm.debootstrap.log"; exit 1; }
-		cat >"$BASE.partial/etc/apt/sources.list" <<EOS
-deb $MIRROR bookworm main
-deb $MIRROR bookworm-updates main
-deb http://deb.debian.org/debian-security bookworm-security main
-EOS
 		mv "$BASE.partial" "$BASE"
 	fi
 else
