@@ -56,6 +56,7 @@ cleanup() {
 	sql -c "DELETE FROM idem_gate.claims WHERE workflow IN ('$WF', '$WF2')" >/dev/null 2>&1
 	[ "$made_view" = yes ] && sql -c "DROP VIEW idem_gate.workflow_stats" >/dev/null 2>&1
 	sql -c "REVOKE ALL ON ALL TABLES IN SCHEMA idem_gate FROM $ROLE" \
+		-c "REVOKE ALL ON FUNCTION idem_gate.stats_counters() FROM $ROLE" \
 		-c "REVOKE ALL ON SCHEMA idem_gate FROM $ROLE" >/dev/null 2>&1
 	sql -d postgres -c "DROP DATABASE IF EXISTS $NOEXT" -c "DROP ROLE IF EXISTS $ROLE" >/dev/null 2>&1
 	rm -rf "$TMP"
@@ -73,7 +74,8 @@ fi
 sql -d postgres -c "CREATE ROLE $ROLE LOGIN IN ROLE pg_monitor" -c "CREATE DATABASE $NOEXT" ||
 	fatal "could not create the monitoring role and the database without idem_gate"
 sql -c "GRANT USAGE ON SCHEMA idem_gate TO $ROLE" \
-	-c "GRANT SELECT ON idem_gate.stats, idem_gate.workflow_stats TO $ROLE" ||
+	-c "GRANT SELECT ON idem_gate.stats, idem_gate.workflow_stats TO $ROLE" \
+	-c "GRANT EXECUTE ON FUNCTION idem_gate.stats_counters() TO $ROLE" ||
 	fatal "could not grant the monitoring role"
 
 # a free loopback port for each exporter
@@ -168,11 +170,11 @@ check "counters are exported as counters" grep -q '^# TYPE idem_gate_stats_claim
 check "row figures are exported as gauges" grep -q '^# TYPE idem_gate_stats_rows_processing gauge' "$TMP/after"
 
 # the counters moved by exactly the calls made
-check "claims_new_total +4" moved "$TMP/before" "$TMP/after" idem_gate_stats_claims_new_total "$db" $((4 + fp))
+check "claims_new_total +$((4 + fp))" moved "$TMP/before" "$TMP/after" idem_gate_stats_claims_new_total "$db" $((4 + fp))
 check "claims_in_flight_total +1" moved "$TMP/before" "$TMP/after" idem_gate_stats_claims_in_flight_total "$db" 1
 check "completions_total +2" moved "$TMP/before" "$TMP/after" idem_gate_stats_completions_total "$db" 2
 check "fails_needs_review_total +1" moved "$TMP/before" "$TMP/after" idem_gate_stats_fails_needs_review_total "$db" 1
-check "rows_processing +1" moved "$TMP/before" "$TMP/after" idem_gate_stats_rows_processing "$db" $((1 + fp))
+check "rows_processing +$((1 + fp))" moved "$TMP/before" "$TMP/after" idem_gate_stats_rows_processing "$db" $((1 + fp))
 check "rows_needs_review +1" moved "$TMP/before" "$TMP/after" idem_gate_stats_rows_needs_review "$db" 1
 [ -n "$has_fp" ] && check "fingerprint_mismatches_total +1" moved "$TMP/before" "$TMP/after" \
 	idem_gate_stats_fingerprint_mismatches_total "$db" 1
