@@ -66,10 +66,16 @@ cleanup() {
 trap cleanup EXIT
 
 # the distribution's files: tracked and new files, no build products
+# (.gitignore), also from a copy of the tree without .git
 copy_tree() {
 	mkdir -p "$1"
-	(cd "$ROOT" && git ls-files -co --exclude-standard -z | xargs -0 tar -cf - --no-recursion) |
-		tar -C "$1" -xf -
+	if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		(cd "$ROOT" && git ls-files -co --exclude-standard -z | xargs -0 tar -cf - --no-recursion) |
+			tar -C "$1" -xf -
+	else
+		tar -C "$ROOT" --exclude-vcs --exclude-vcs-ignores --exclude='./debian/.debhelper' -cf - . |
+			tar -C "$1" -xf -
+	fi
 }
 
 # new_root BASE DIR: a throwaway copy of a root, ready for chroot
