@@ -81,8 +81,12 @@ copy_tree() {
 # new_root BASE DIR: a throwaway copy of a root, ready for chroot
 new_root() {
 	local base=$1 r=$2
-	cp -a "$base" "$r"
+	# one file system only: a root in use may have /proc, /dev/shm or
+	# even the host's /tmp mounted inside it
 	roots+=("$r")
+	cp -ax "$base" "$r"
+	mkdir -p "$r/proc" "$r/dev/shm" "$r/tmp" "$r/var/cache/apt/archives"
+	chmod 1777 "$r/tmp"
 	mkdir -p "$CACHE/archives/$MAJOR/partial"
 	mount --bind "$CACHE/archives/$MAJOR" "$r/var/cache/apt/archives"
 	mount -t proc proc "$r/proc"
