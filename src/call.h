@@ -43,6 +43,11 @@ typedef struct IgCall
 	bool		spi_connected;	/* only the SQL path needs SPI */
 } IgCall;
 
+/* idem_gate.max_key_length */
+extern int	idem_max_key_length;
+
+extern void ig_call_define_settings(void);
+extern char *idem_display(const char *s);
 extern void ig_call_begin(FunctionCallInfo fcinfo, IgCall *call,
 						  const char *fname, bool writes);
 extern void ig_call_open(FunctionCallInfo fcinfo, IgCall *call,
@@ -65,6 +70,11 @@ extern Datum ig_state_datum(Oid typoid, IgState state);
 extern Datum ig_outcome_datum(Oid typoid, IgOutcome outcome);
 extern IgState ig_state_from_datum(Oid typoid, Datum d);
 extern Oid	ig_rettype(FunctionCallInfo fcinfo, const char *name);
+
+/* per-workflow access (acl.c) */
+extern bool idem_workflow_acl;
+extern void ig_acl_check(Oid caller, Oid owner, const char *workflow);
+extern void idem_acl_define_settings(void);
 
 /* errors */
 extern void ig_error_no_claim(IgCall *call, const char *verb);

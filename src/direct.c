@@ -164,8 +164,8 @@ ig_direct_insert(IgCall *call, const IgGrant *grant, bool precheck,
 
 		table_tuple_insert_speculative(w.rel, w.slot, w.estate->es_output_cid,
 									   0, NULL, spec_token);
-		ig_compat_insert_index_tuples(w.rri, w.slot, w.estate, false, true,
-									  &conflict, arbiter);
+		ig_compat_insert_index_tuples(w.rri, w.slot, w.estate, &conflict,
+									  arbiter);
 		table_tuple_complete_speculative(w.rel, w.slot, spec_token, !conflict);
 		SpeculativeInsertionLockRelease(xid);
 	}
@@ -216,7 +216,7 @@ ig_direct_finish(IgCall *call, IgRow *row, IgState new_state, Datum value,
 	TM_Result	result;
 	TM_FailureData tmfd;
 	LockTupleMode lockmode;
-	bool		update_indexes;
+	IgIndexUpdate update_indexes;
 
 	CheckCmdReplicaIdentity(ig_store_rel(call), CMD_UPDATE);
 	ig_writer_begin(&w, call, updated, lengthof(updated), false);
@@ -232,15 +232,15 @@ ig_direct_finish(IgCall *call, IgRow *row, IgState new_state, Datum value,
 				  isnull ? (Datum) 0 : ig_untoasted(value), isnull);
 	ExecStoreVirtualTuple(w.slot);
 
-	result = ig_compat_tuple_update(w.rel, &row->tid, w.slot,
-									w.estate->es_output_cid, &tmfd, &lockmode,
-									&update_indexes);
+	result = table_tuple_update(w.rel, &row->tid, w.slot,
+								w.estate->es_output_cid, GetActiveSnapshot(),
+								InvalidSnapshot, true, &tmfd, &lockmode,
+								&update_indexes);
 	switch (result)
 	{
 		case TM_Ok:
-			if (update_indexes)
-				ig_compat_insert_index_tuples(w.rri, w.slot, w.estate, true,
-											  false, NULL, NIL);
+			ig_compat_update_index_tuples(w.rri, w.slot, w.estate,
+										  update_indexes);
 			break;
 		case TM_Updated:
 		case TM_Deleted:

@@ -55,6 +55,7 @@
 #include "store_int.h"
 
 IgShape		ig_shape;
+bool		idem_direct_writes = true;
 
 static const char *const ig_col_names[IG_NUM_COLS] = {
 	"workflow", "key", "state", "attempt", "token", "execution_id",
@@ -82,6 +83,24 @@ static const char *const ig_check_names[] = {
 	"claims_completed_at_iff_completed", "claims_completed_at_is_last_change",
 	"claims_result_only_when_completed", "claims_timestamps_ordered"
 };
+
+/*
+ * Define idem_gate.direct_writes: on (the default), new claims, completions
+ * and failures are written straight to the heap while the table is as the
+ * extension made it; off sends them through SQL, to compare the two or to
+ * rule the direct path out when looking for a problem.
+ */
+void
+ig_store_define_settings(void)
+{
+	DefineCustomBoolVariable("idem_gate.direct_writes",
+							 "Write new claims, completions and failures directly to the table when it is as the extension made it.",
+							 "Off sends every write through SQL, as when the table was changed by a DBA; the results are the same, only slower.",
+							 &idem_direct_writes,
+							 true,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+}
 
 /* The shape was decided for this relation; the relcache changed since. */
 static void
@@ -236,7 +255,7 @@ ig_shape_load(void)
 	ig_shape.state_type = state_type;
 
 	rel = table_open(relid, AccessShareLock);
-	ig_shape.pk_index = ig_compat_primary_key_index(rel);
+	ig_shape.pk_index = ig_compat_primary_key(rel);
 	ig_shape_decide(rel, state_type);
 	table_close(rel, AccessShareLock);
 
@@ -302,7 +321,9 @@ ig_store_direct(IgCall *call, AclMode mode)
 	const char *why = NULL;
 
 	ig_store_rel(call);
-	if (!ig_shape.direct)
+	if (!idem_direct_writes)
+		why = "idem_gate.direct_writes is off";
+	else if (!ig_shape.direct)
 		why = ig_shape.why;
 	else if (pg_class_aclcheck(ig_shape.relid, GetUserId(), mode) != ACLCHECK_OK)
 		why = "the owner of the gate's functions lacks a privilege on it";
@@ -363,7 +384,7 @@ ig_store_probe(IgCall *call, IgRow *row, bool keep_tuple)
 	CommandCounterIncrement();
 	snap = RegisterSnapshot(GetTransactionSnapshot());
 	slot = table_slot_create(rel, NULL);
-	scan = ig_compat_index_beginscan(rel, idx, snap, 2);
+	scan = ig_compat_index_beginscan(rel, idx, snap, 2, 0);
 	index_rescan(scan, skey, 2, NULL, 0);
 
 	if (index_getnext_slot(scan, ForwardScanDirection, slot))
