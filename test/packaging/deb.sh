@@ -227,7 +227,8 @@ copy_tree "$R/src/idem-gate"
 rc=0
 in_root "$R" sh -c "cd /src/idem-gate && debian/tests/installcheck" >"$WORK/installcheck.log" 2>&1 || rc=$?
 { grep -E '^(test |ok |not ok |# |All |[0-9]+ of |### )' "$WORK/installcheck.log" || true; } | sed 's/^/#   /'
-[ "$rc" -ne 0 ] && tail -40 "$WORK/installcheck.log"
+cp "$WORK/installcheck.log" "$OUT/installcheck-$MAJOR.log"
+if [ "$rc" -ne 0 ]; then tail -40 "$WORK/installcheck.log"; echo "# full log: $OUT/installcheck-$MAJOR.log"; fi
 check "debian/tests/installcheck: make installcheck passes against the package" \
 	bash -c "[ $rc -eq 0 ] && grep -qE 'All [0-9]+ tests passed|# All [0-9]+ tests passed' '$WORK/installcheck.log'"
 
