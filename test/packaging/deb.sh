@@ -81,10 +81,15 @@ copy_tree() {
 # new_root BASE DIR: a throwaway copy of a root, ready for chroot
 new_root() {
 	local base=$1 r=$2
-	# one file system only: a root in use may have /proc, /dev/shm or
-	# even the host's /tmp mounted inside it
+	# without what is mounted inside it: a root in use may have /proc,
+	# /dev/shm or even a bind mount of the host's /tmp there
+	local m excl=()
+	for m in $(findmnt -rn -o TARGET | grep -F "$base/" || true); do
+		excl+=("--exclude=./${m#"$base"/}")
+	done
 	roots+=("$r")
-	cp -ax "$base" "$r"
+	mkdir -p "$r"
+	tar -C "$base" "${excl[@]}" -cf - . | tar -C "$r" -xf -
 	mkdir -p "$r/proc" "$r/dev/shm" "$r/tmp" "$r/var/cache/apt/archives"
 	chmod 1777 "$r/tmp"
 	mkdir -p "$CACHE/archives/$MAJOR/partial"
