@@ -49,12 +49,10 @@ WF=prom_wf_$TAG
 WF2=prom_done_$TAG
 TMP=$(mktemp -d /tmp/idem_prom.XXXXXX)
 pids=()
-made_view=no
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
 	sql -c "DELETE FROM idem_gate.claims WHERE workflow IN ('$WF', '$WF2')" >/dev/null 2>&1
-	[ "$made_view" = yes ] && sql -c "DROP VIEW idem_gate.workflow_stats" >/dev/null 2>&1
 	sql -c "REVOKE ALL ON ALL TABLES IN SCHEMA idem_gate FROM $ROLE" \
 		-c "REVOKE ALL ON FUNCTION idem_gate.stats_counters() FROM $ROLE" \
 		-c "REVOKE ALL ON SCHEMA idem_gate FROM $ROLE" >/dev/null 2>&1
@@ -63,12 +61,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# idem_gate 1.1 has the view idem_gate.workflow_stats; on 1.0 a stand-in
-# with the same columns lets the per-workflow series be tested.
-if [ -z "$(sql -c "SELECT pg_catalog.to_regclass('idem_gate.workflow_stats')")" ]; then
-	sql -f "$ROOT/test/ops/workflow_stats_stand_in.sql" >/dev/null && made_view=yes
-	echo "# idem_gate.workflow_stats absent: using the stand-in of test/ops/"
-fi
+[ "$(sql -c "SELECT extversion FROM pg_extension WHERE extname = 'idem_gate'")" != 1.0 ] ||
+	fatal "idem_gate in $PGDATABASE is at 1.0: the monitoring needs 1.1 (ALTER EXTENSION idem_gate UPDATE)"
 
 # the monitoring role, with the grants of the README's "Monitoring" section
 sql -d postgres -c "CREATE ROLE $ROLE LOGIN IN ROLE pg_monitor" -c "CREATE DATABASE $NOEXT" ||
