@@ -6,7 +6,8 @@ set -euo pipefail
 
 pkgs=(make gcc postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
 	  libtap-parser-sourcehandler-pgtap-perl libipc-run-perl
-	  postgresql-contrib bc debootstrap)
+	  postgresql-contrib bc debootstrap python3-psycopg2
+	  prometheus-postgres-exporter prometheus python3-yaml)
 [ "${1:-}" = "--with-node" ] && ! command -v node >/dev/null && pkgs+=(nodejs npm)
 
 missing=()
