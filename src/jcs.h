@@ -1,13 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * jcs.h
- *	  Internal declarations of idem_gate's RFC 8785 (JCS) canonical JSON
- *	  serializer, shared by canonical.c, jcs_number.c and jcs_json.c.
+ *	  The toolkit of idem_gate's RFC 8785 (JCS) canonical JSON serializer
+ *	  (jcs.c): the state of one call, the output sink, strings, member-name
+ *	  order and the path of the value being written.
  *
  * The serializer writes into a JcsSink, which either collects the whole
  * canonical text (idem_canonical) or feeds it to SHA-256 in chunks
  * (idem_hash), so that hashing a document never holds its canonical form in
- * memory.
+ * memory.  The walkers that use it are declared in jcs_jsonb.h and
+ * jcs_json.h, the number formatter in jcs_number.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -77,7 +79,9 @@ typedef struct JcsMember
 	uint32		vend;			/* jsonb: end of the value's data */
 } JcsMember;
 
-/* canonical.c */
+extern void jcs_init(JcsState *st, JcsNumbers numbers, bool hash,
+					 size_t size_hint, MemoryContext textcxt);
+extern void jcs_hash_hex(JcsState *st, char *hex);
 extern void jcs_sink_grow(JcsSink *sink, size_t need);
 extern void jcs_sink_put_big(JcsSink *sink, const char *p, size_t n);
 extern void jcs_put_string(JcsSink *sink, const char *s, size_t len);
@@ -86,13 +90,6 @@ extern void jcs_sort_members(JcsMember *m, int n);
 extern void jcs_path_push(JcsState *st, const char *key, int keylen, int index);
 extern char *jcs_path_text(JcsState *st);
 extern char *jcs_display(const char *s, int len);
-
-/* jcs_number.c */
-extern void jcs_put_number(JcsState *st, const char *num, size_t len);
-extern int	jcs_format_double(double x, char *out);
-
-/* jcs_json.c */
-extern void jcs_emit_json_text(JcsState *st, const char *text, size_t len);
 
 /* Append one byte. */
 static inline void

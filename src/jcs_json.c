@@ -31,6 +31,8 @@
 #include "miscadmin.h"
 
 #include "jcs.h"
+#include "jcs_json.h"
+#include "jcs_number.h"
 
 /* An object of the document: its extent and its sorted members. */
 typedef struct JcsJObject
