@@ -53,6 +53,9 @@ typedef struct JcsJName
 
 #define JCS_J_DECODED	0x80000000U
 
+/* set on the last name offset of a record in JcsJDoc.recs */
+#define JCS_J_LAST		0x80000000U
+
 /* An object whose members must be reordered, and where its record is. */
 typedef struct JcsJObject
 {
@@ -67,7 +70,8 @@ typedef struct JcsJDoc
 	JcsJObject *objs;
 	int64		nobjs;
 	int64		maxobjs;
-	uint32	   *recs;			/* per object: count, name offsets */
+	uint32	   *recs;			/* per object: its name offsets, the last
+								 * with JCS_J_LAST */
 	int64		nrecs;
 	int64		maxrecs;
 	/* pass 1 only: names of the objects being parsed, innermost last */
@@ -236,11 +240,11 @@ jcs_j_index_object(JcsJDoc *doc, uint32 start, JcsJName *m, int64 count)
 	doc->objs[doc->nobjs].start = start;
 	doc->objs[doc->nobjs].rec = (uint32) doc->nrecs;
 	doc->nobjs++;
-	doc->recs = jcs_j_reserve(doc->recs, &doc->maxrecs, doc->nrecs, count + 1,
+	doc->recs = jcs_j_reserve(doc->recs, &doc->maxrecs, doc->nrecs, count,
 							  sizeof(uint32));
-	doc->recs[doc->nrecs++] = (uint32) count;
 	for (i = 0; i < count; i++)
 		doc->recs[doc->nrecs++] = m[i].off;
+	doc->recs[doc->nrecs - 1] |= JCS_J_LAST;
 }
 
 /* Pass 1 for an object whose '{' is at pos. */
@@ -441,20 +445,20 @@ jcs_j_emit_object(JcsState *st, JcsJDoc *doc, uint32 pos)
 	}
 	else
 	{
-		uint32		count = doc->recs[rec];
 		uint32		last = 0;
-		uint32		i;
+		uint32		r;
 
 		/* the member written last in the text ends last, before the '}' */
-		for (i = 0; i < count; i++)
+		do
 		{
 			uint32		end;
 
-			if (i > 0)
-				jcs_putc(&st->sink, ',');
-			end = jcs_j_emit_member(st, doc, doc->recs[rec + 1 + i]);
+			r = doc->recs[rec++];
+			end = jcs_j_emit_member(st, doc, r & ~JCS_J_LAST);
 			last = Max(last, end);
-		}
+			if (!(r & JCS_J_LAST))
+				jcs_putc(&st->sink, ',');
+		} while (!(r & JCS_J_LAST));
 		pos = jcs_j_skip_ws(&doc->src, last);
 	}
 	jcs_putc(&st->sink, '}');
