@@ -36,7 +36,7 @@
  * Escapes of RFC 8785 section 3.2.2.2, by byte: 0 = copy the byte, 'u' =
  * \u00xx with lowercase hex, anything else = backslash and that letter.
  */
-static const char jcs_escape[256] = {
+const char jcs_escape[256] = {
 	'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'b', 't', 'n', 'u', 'f', 'r', 'u', 'u',
 	'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u',
 	0, 0, '"', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -103,82 +103,6 @@ jcs_sink_put_big(JcsSink *sink, const char *p, size_t n)
 	sink->len += n;
 }
 
-/*
- * Append a JSON string in RFC 8785 form.  s is UTF-8 with escapes already
- * decoded (it may contain U+0000 when it comes from a json document).
- * Everything but the control characters, '"' and '\' is copied raw.
- */
-void
-jcs_put_string(JcsSink *sink, const char *s, size_t len)
-{
-	const unsigned char *p = (const unsigned char *) s;
-	const unsigned char *end = p + len;
-	const unsigned char *run = p;
-
-	jcs_putc(sink, '"');
-	for (; p < end; p++)
-	{
-		char		e = jcs_escape[*p];
-
-		if (likely(e == 0))
-			continue;
-		if (p > run)
-			jcs_putn(sink, (const char *) run, p - run);
-		if (e == 'u')
-		{
-			static const char hex[] = "0123456789abcdef";
-			char		u[6] = {'\\', 'u', '0', '0', 0, 0};
-
-			u[4] = hex[*p >> 4];
-			u[5] = hex[*p & 0xf];
-			jcs_putn(sink, u, 6);
-		}
-		else
-		{
-			char		b[2] = {'\\', e};
-
-			jcs_putn(sink, b, 2);
-		}
-		run = p + 1;
-	}
-	if (p > run)
-		jcs_putn(sink, (const char *) run, p - run);
-	jcs_putc(sink, '"');
-}
-
-/*
- * Order two member names (UTF-8) as RFC 8785 requires: by their UTF-16
- * code units.  That is UTF-8 byte order except that U+E000..U+FFFF (lead
- * bytes 0xEE, 0xEF) sort after the supplementary characters (lead bytes
- * 0xF0..0xF4), whose UTF-16 surrogates are smaller.  At the first
- * differing byte both names are either at a character boundary or inside
- * characters with the same lead byte, so looking at that byte is enough.
- */
-int
-jcs_key_cmp(const char *a, int alen, const char *b, int blen)
-{
-	int			m = Min(alen, blen);
-	int			i = 0;
-	unsigned char ca;
-	unsigned char cb;
-
-	while (i < m && a[i] == b[i])
-		i++;
-	if (i == m)
-		return (alen > blen) - (alen < blen);
-	ca = (unsigned char) a[i];
-	cb = (unsigned char) b[i];
-	if (ca >= 0xEE && cb >= 0xEE)
-	{
-		bool		ahi = (ca <= 0xEF);
-		bool		bhi = (cb <= 0xEF);
-
-		if (ahi != bhi)
-			return ahi ? 1 : -1;
-	}
-	return ca < cb ? -1 : 1;
-}
-
 /* qsort comparator of jcs_sort_members: members by name. */
 static int
 jcs_member_cmp(const void *a, const void *b)
@@ -219,20 +143,13 @@ jcs_sort_members(JcsMember *m, int n)
 }
 
 /*
- * Enter a member (key != NULL) or an array element, for error messages.
+ * Make room for a deeper path (see jcs_path_push).
  */
 void
-jcs_path_push(JcsState *st, const char *key, int keylen, int index)
+jcs_path_grow(JcsState *st)
 {
-	if (st->depth >= st->maxdepth)
-	{
-		st->maxdepth *= 2;
-		st->path = repalloc(st->path, st->maxdepth * sizeof(JcsPathElem));
-	}
-	st->path[st->depth].key = key;
-	st->path[st->depth].keylen = keylen;
-	st->path[st->depth].index = index;
-	st->depth++;
+	st->maxdepth *= 2;
+	st->path = repalloc(st->path, st->maxdepth * sizeof(JcsPathElem));
 }
 
 /*

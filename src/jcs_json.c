@@ -273,20 +273,13 @@ jcs_j_parse_object(JcsJDoc *doc, uint32 pos)
 			jcs_j_syntax_error(&doc->src, pos);
 		pos = jcs_j_skip_ws(&doc->src, pos + 1);
 		pos = jcs_j_parse_value(doc, pos);
-		pos = jcs_j_skip_ws(&doc->src, pos);
-		if (pos < doc->src.len && doc->src.text[pos] == ',')
-		{
-			pos = jcs_j_skip_ws(&doc->src, pos + 1);
-			continue;
-		}
-		if (pos < doc->src.len && doc->src.text[pos] == '}')
+		if (!jcs_j_next_item(&doc->src, &pos, '}'))
 			break;
-		jcs_j_syntax_error(&doc->src, pos);
 	}
 	jcs_j_index_object(doc, start, doc->names + base, doc->nnames - base);
 	doc->nnames = base;
 	doc->nscratch = sbase;
-	return pos + 1;
+	return pos;
 }
 
 /* Pass 1 for the value at pos (whitespace skipped); returns its end. */
@@ -307,19 +300,11 @@ jcs_j_parse_value(JcsJDoc *doc, uint32 pos)
 			pos = jcs_j_skip_ws(&doc->src, pos + 1);
 			if (pos < doc->src.len && doc->src.text[pos] == ']')
 				return pos + 1;
-			for (;;)
+			do
 			{
 				pos = jcs_j_parse_value(doc, pos);
-				pos = jcs_j_skip_ws(&doc->src, pos);
-				if (pos < doc->src.len && doc->src.text[pos] == ',')
-				{
-					pos = jcs_j_skip_ws(&doc->src, pos + 1);
-					continue;
-				}
-				if (pos < doc->src.len && doc->src.text[pos] == ']')
-					return pos + 1;
-				jcs_j_syntax_error(&doc->src, pos);
-			}
+			} while (jcs_j_next_item(&doc->src, &pos, ']'));
+			return pos;
 		case '"':
 			return jcs_j_scan_string(&doc->src, pos, &escapes);
 		case 't':

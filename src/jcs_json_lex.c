@@ -106,11 +106,12 @@ jcs_j_unicode_escape(const JcsJText *doc, uint32 pos, uint32 *next)
 }
 
 /*
- * Check the string whose opening quote is at pos; returns the offset after
- * its closing quote and tells whether it holds any escape.
+ * Check the string whose opening quote is at pos, whatever it holds (see
+ * jcs_j_scan_string); returns the offset after its closing quote and tells
+ * whether it holds any escape.
  */
 uint32
-jcs_j_scan_string(const JcsJText *doc, uint32 pos, bool *escapes)
+jcs_j_scan_string_full(const JcsJText *doc, uint32 pos, bool *escapes)
 {
 	const unsigned char *t = doc->text;
 
