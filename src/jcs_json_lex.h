@@ -18,7 +18,7 @@ typedef struct JcsJText
 	uint32		len;
 } JcsJText;
 
-extern void jcs_j_syntax_error(const JcsJText *doc, uint32 pos) pg_attribute_noreturn();
+extern void jcs_j_syntax_error(const JcsJText *doc, uint32 pos);
 extern uint32 jcs_j_scan_string_full(const JcsJText *doc, uint32 pos,
 									 bool *escapes);
 extern int	jcs_j_decode_string(const JcsJText *doc, uint32 start, uint32 end,
