@@ -1,6 +1,7 @@
 # The background worker: janitor passes, policies, stuck alerts, settings on
-# SIGHUP, restarts after pg_terminate_backend and kill -9, standby and
+# SIGHUP, pg_terminate_backend and kill -9 during a pass, standby and
 # promotion, DROP/CREATE EXTENSION while running, a missing database.
+# A janitor lives for one pass; the launcher stays.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -29,6 +30,17 @@ sub worker_pid
 		"SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE backend_type = 'idem_gate $type'");
 }
 
+# the pid of a janitor in the middle of a pass, once there is one
+sub busy_janitor
+{
+	my ($node, $not_pid) = @_;
+	$not_pid //= 0;
+	$node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND state = 'active' AND pid <> $not_pid")
+	  or return 0;
+	return worker_pid($node, 'janitor');
+}
+
 sub wait_for_worker
 {
 	my ($node, $type, $not_pid) = @_;
@@ -50,10 +62,11 @@ $node->safe_psql('postgres', $helpers);
 
 # the workers appear, named in pg_stat_activity
 ok(wait_for_worker($node, 'launcher'), 'the launcher runs');
-ok(wait_for_worker($node, 'janitor'), 'the janitor runs');
 is($node->safe_psql('postgres',
-	"SELECT datname FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor'"),
-	'postgres', 'the janitor is connected to idem_gate.database');
+	"SELECT datname IS NULL FROM pg_stat_activity WHERE backend_type = 'idem_gate launcher'"),
+	't', 'connected to no database');
+ok($node->poll_query_until('postgres', 'SELECT janitor_passes > 1 FROM idem_gate.stats'),
+	'janitor passes run in the database (idem_gate.database empty: every database)');
 
 # retention: old completed and failed rows go, needs_review and young rows stay
 $node->safe_psql('postgres', q{
@@ -112,7 +125,7 @@ $node->safe_psql('postgres', q{
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM idem_gate.claims WHERE key = 'young_done'"),
 	'a shorter retention applies after a reload');
-my $janitor = worker_pid($node, 'janitor');
+my $launcher = worker_pid($node, 'launcher');
 $node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = '1h'; SELECT pg_reload_conf()});
 sleep 2;
 my $passes = $node->safe_psql('postgres', 'SELECT janitor_passes FROM idem_gate.stats');
@@ -122,13 +135,13 @@ is($node->safe_psql('postgres', 'SELECT janitor_passes FROM idem_gate.stats'), $
 $node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = 1; SELECT pg_reload_conf()});
 ok($node->poll_query_until('postgres', "SELECT janitor_passes > $passes FROM idem_gate.stats"),
 	'a short naptime brings them back');
-is(worker_pid($node, 'janitor'), $janitor, 'the same janitor process, no restart');
+is(worker_pid($node, 'launcher'), $launcher, 'the same launcher process, no restart');
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET idem_gate.retention; SELECT pg_reload_conf()');
 
-# pg_terminate_backend and kill -9: the janitor comes back, and a batch is
-# never half done
+# pg_terminate_backend and kill -9 during a pass: the passes go on, and a
+# batch is never half done
 $node->safe_psql('postgres', q{
-	ALTER SYSTEM SET idem_gate.batch_size = 50; SELECT pg_reload_conf();
+	ALTER SYSTEM SET idem_gate.batch_size = 1; SELECT pg_reload_conf();
 	INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
 		created_at, claimed_at, updated_at, completed_at)
 	SELECT 'bulk', 'b' || g, 'completed', 1, nextval('idem_gate.token_seq'), '{}',
@@ -141,14 +154,16 @@ $node->safe_psql('postgres', q{
 		now(), now(), now(), now()
 	  FROM generate_series(1, 1000) g;
 });
-$janitor = worker_pid($node, 'janitor');
+my $janitor = busy_janitor($node);
+ok($janitor, 'a janitor is in the middle of a pass');
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($janitor)");
-ok(wait_for_worker($node, 'janitor', $janitor), 'after pg_terminate_backend the janitor comes back');
+ok(busy_janitor($node, $janitor), 'after pg_terminate_backend the next pass comes');
 $janitor = worker_pid($node, 'janitor');
+$log_offset = -s $node->logfile;
 kill 'KILL', $janitor;
-ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND pid <> $janitor"),
-	'after kill -9 (and the crash restart) the janitor comes back');
+ok($node->wait_for_log(qr/\(PID $janitor\) was terminated by signal 9/, $log_offset),
+	'kill -9 of the janitor: the postmaster restarts the cluster');
+ok(busy_janitor($node, $janitor), 'and the passes come back');
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM idem_gate.claims WHERE key LIKE 'b%'"),
 	'it finishes the deletions');
@@ -195,7 +210,7 @@ is($standby->safe_psql('postgres', "SELECT count(*) FROM idem_gate.claims WHERE 
 $node->stop;
 $standby->promote;
 $standby->safe_psql('postgres', 'ALTER SYSTEM RESET idem_gate.retention; SELECT pg_reload_conf()');
-ok(wait_for_worker($standby, 'janitor'), 'after promotion the janitor starts');
+ok(wait_for_worker($standby, 'launcher'), 'after promotion the launcher starts');
 ok($standby->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM idem_gate.claims WHERE key = 'on_standby'"),
 	'and deletes the expired row on the new primary');
@@ -218,9 +233,8 @@ $log = slurp_file($lonely->logfile);
 is(scalar(() = $log =~ /does not exist/g), 1, 'once');
 unlike($log, qr/FATAL|terminated by exit code/, 'without a crash loop');
 $lonely->safe_psql('postgres', 'CREATE DATABASE gate_db');
-ok($lonely->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND datname = 'gate_db'"),
-	'the janitor starts once the database exists');
+ok($lonely->wait_for_log(qr/extension idem_gate is not installed in database "gate_db"; idling/),
+	'the janitor comes once the database exists');
 $lonely->stop;
 
 done_testing();
