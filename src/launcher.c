@@ -488,8 +488,10 @@ ig_start_due(TimestampTz now, int *active)
 	int			limit = Min(idem_max_janitors, idem_workers->nslots);
 	TimestampTz wake = TimestampTzPlusMilliseconds(now, idem_naptime * 1000L);
 
-	if (!ig_role_ok || now < ig_start_retry)
-		return Min(wake, ig_start_retry);
+	if (!ig_role_ok)
+		return wake;			/* the next scan looks for it again */
+	if (now < ig_start_retry)
+		return ig_start_retry;
 
 	for (;;)
 	{

@@ -258,6 +258,23 @@ $lonely->safe_psql('postgres', 'CREATE DATABASE missing_db');
 ok($lonely->wait_for_log(qr/extension idem_gate is not installed in database "missing_db"; idling/, $log_offset),
 	'once it exists, its janitor comes (and says the extension is missing)');
 
+# a role that does not exist: one log line, the janitors wait for it
+$lonely->safe_psql('missing_db', 'CREATE EXTENSION idem_gate');
+$log_offset = -s $lonely->logfile;
+set_and_reload($lonely, "ALTER SYSTEM SET idem_gate.worker_role = 'janitor_role'");
+ok($lonely->wait_for_log(qr/idem_gate: role "janitor_role" does not exist; the janitor waits for it/, $log_offset),
+	'a missing worker_role is reported');
+old_claim($lonely, 'missing_db', 'no_role');
+sleep 3;
+is(count_rows($lonely, 'missing_db', "key = 'no_role'"), '1', 'no pass runs without it');
+$log = slurp_file($lonely->logfile, $log_offset);
+is(scalar(() = $log =~ /does not exist/g), 1, 'it is reported once');
+unlike($log, qr/FATAL/, 'and no janitor fails to connect');
+$lonely->safe_psql('postgres', 'CREATE ROLE janitor_role SUPERUSER LOGIN');
+ok(gone($lonely, 'missing_db', 'no_role'), 'once the role exists the passes run');
+is($lonely->safe_psql('postgres', 'SELECT janitor_passes > 0 FROM idem_gate.stats'), 't',
+	'and are counted');
+
 # the bounds of max_janitors and the syntax of the list
 for my $bad ('0', '-1', '100000', '8')
 {
