@@ -117,7 +117,7 @@ ig_wait(long timeout_ms)
  * and released at once.
  */
 static bool
-idem_database_wanted(Oid dboid)
+ig_database_wanted(Oid dboid)
 {
 	LOCKTAG		tag;
 
@@ -386,7 +386,7 @@ ig_watch(TimestampTz now)
 		}
 		active++;
 
-		if (!ig_ended[i] && state == IDEM_SLOT_RUNNING && idem_database_wanted(dboid))
+		if (!ig_ended[i] && state == IDEM_SLOT_RUNNING && ig_database_wanted(dboid))
 		{
 			ereport(LOG,
 					(errmsg("idem_gate: ending the janitor's pass in database %s, which another session needs without connections",
@@ -427,6 +427,7 @@ ig_start_janitor(IgDb *db)
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
 	IdemJanitorArgs args;
+	TimestampTz now = GetCurrentTimestamp();
 	int			i;
 
 	memset(&args, 0, sizeof(args));
@@ -445,7 +446,7 @@ ig_start_janitor(IgDb *db)
 		slot->dboid = db->dboid;
 		slot->pid = 0;
 		slot->ext = IDEM_EXT_UNKNOWN;
-		slot->assigned = GetCurrentTimestamp();
+		slot->assigned = now;
 		args.generation = slot->generation;
 	}
 	SpinLockRelease(&idem_workers->mutex);
@@ -457,7 +458,7 @@ ig_start_janitor(IgDb *db)
 	args.prior = db->ext;
 	args.named = ig_named;
 	idem_worker_init(&worker, "idem_gate janitor", "idem_gate_janitor_main",
-				   BGW_NEVER_RESTART);
+					 BGW_NEVER_RESTART);
 	worker.bgw_main_arg = Int32GetDatum(i);
 	memcpy(worker.bgw_extra, &args, sizeof(args));
 	worker.bgw_notify_pid = MyProcPid;
@@ -518,7 +519,7 @@ ig_start_due(TimestampTz now, int *active)
 		}
 		if (best == NULL || *active >= limit)
 			break;
-		if (idem_database_wanted(best->dboid))
+		if (ig_database_wanted(best->dboid))
 		{
 			best->not_before = TimestampTzPlusMilliseconds(now, IG_BUSY_RETRY_MS);
 			continue;

@@ -214,7 +214,7 @@ ig_worker_shmem_startup(void)
  */
 void
 idem_worker_init(BackgroundWorker *worker, const char *name,
-			   const char *function, int restart_time)
+				 const char *function, int restart_time)
 {
 	memset(worker, 0, sizeof(*worker));
 	worker->bgw_flags = BGWORKER_SHMEM_ACCESS |
@@ -242,7 +242,7 @@ idem_worker_register(void)
 	shmem_startup_hook = ig_worker_shmem_startup;
 
 	idem_worker_init(&worker, "idem_gate launcher", "idem_gate_launcher_main",
-				   IDEM_RESTART_SECS);
+					 IDEM_RESTART_SECS);
 	RegisterBackgroundWorker(&worker);
 }
 
