@@ -25,12 +25,15 @@ typedef struct IgJanitorCounts
 
 /* settings, in seconds where they are times */
 extern int	idem_retention;
+extern int	idem_receipt_retention;
+extern int	idem_audit_retention;
 extern int	idem_failed_retention;
 extern int	idem_stuck_after;
 extern int	idem_stuck_action;
 extern int	idem_batch_size;
 extern int	idem_batch_delay;
 
+extern void idem_janitor_define_settings(void);
 extern void idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions);
 
 #endif							/* IDEM_GATE_JANITOR_H */
