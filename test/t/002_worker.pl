@@ -7,6 +7,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(sleep);
 
 my $helpers = q{
 CREATE FUNCTION make_claim(k text, w text, st text, age interval) RETURNS void
@@ -147,7 +148,7 @@ $node->safe_psql('postgres', q{
 	SELECT 'bulk', 'b' || g, 'completed', 1, nextval('idem_gate.token_seq'), '{}',
 		now() - interval '40 days', now() - interval '40 days',
 		now() - interval '40 days', now() - interval '40 days'
-	  FROM generate_series(1, 20000) g;
+	  FROM generate_series(1, 50000) g;
 	INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
 		created_at, claimed_at, updated_at, completed_at)
 	SELECT 'bulk', 'live' || g, 'completed', 1, nextval('idem_gate.token_seq'), '{}',
@@ -158,19 +159,23 @@ my $janitor = busy_janitor($node);
 ok($janitor, 'a janitor is in the middle of a pass');
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($janitor)");
 ok(busy_janitor($node, $janitor), 'after pg_terminate_backend the next pass comes');
+# the passes after the crash take full batches (the running one keeps its own)
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET idem_gate.batch_size; SELECT pg_reload_conf()');
+sleep 0.3;
 $janitor = worker_pid($node, 'janitor');
+ok($janitor, 'the pass with one-row batches still runs');
 $log_offset = -s $node->logfile;
 kill 'KILL', $janitor;
 ok($node->wait_for_log(qr/\(PID $janitor\) was terminated by signal 9/, $log_offset),
 	'kill -9 of the janitor: the postmaster restarts the cluster');
-ok(busy_janitor($node, $janitor), 'and the passes come back');
+ok($node->poll_query_until('postgres', 'SELECT janitor_passes > 0 FROM idem_gate.stats'),
+	'and the passes come back');
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM idem_gate.claims WHERE key LIKE 'b%'"),
 	'it finishes the deletions');
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM idem_gate.claims WHERE workflow = 'bulk' AND result = '{}' AND state = 'completed'"),
 	'1000', 'and every live row is intact');
-$node->safe_psql('postgres', 'ALTER SYSTEM RESET idem_gate.batch_size; SELECT pg_reload_conf()');
 
 # DROP EXTENSION while the worker runs: one log line, quiet idle; CREATE
 # again: it resumes

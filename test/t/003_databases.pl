@@ -111,6 +111,11 @@ while (time() < $end)
 	sleep 0.05;
 }
 is($most, 2, "never more than idem_gate.max_janitors = 2 janitors at once ($samples samples)");
+# full batches again: a running pass keeps its settings, so end the passes
+set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.batch_size');
+sleep 0.5;
+$node->safe_psql('postgres',
+	"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor'");
 for my $db (qw(db1 db2 db3))
 {
 	ok($node->poll_query_until($db, "SELECT count(*) = 0 FROM idem_gate.claims WHERE workflow = 'bulk'"),
@@ -142,6 +147,7 @@ for my $i (1 .. 5)
 }
 
 # ... and in the middle of a pass
+set_and_reload($node, 'ALTER SYSTEM SET idem_gate.batch_size = 1');
 bulk($node, 'db3', 200000);
 ok(janitor_in($node, 'db3'), 'a janitor is at work in db3');
 $log_offset = -s $node->logfile;
@@ -196,6 +202,8 @@ $node->safe_psql('db2', q{
 	  FROM generate_series(1, 1000) g});
 old_claim($node, 'db2', 'crash_db2');
 $janitor = janitor_in($node, 'db1');
+set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.batch_size');	# for the passes after the crash
+sleep 0.5;
 $log_offset = -s $node->logfile;
 kill 'KILL', $janitor;
 ok($node->wait_for_log(qr/\(PID $janitor\) was terminated by signal 9/, $log_offset),
@@ -206,7 +214,6 @@ ok(gone($node, 'db2', 'crash_db2'), 'db2 is served again');
 ok($node->poll_query_until('db1', "SELECT count(*) = 0 FROM idem_gate.claims WHERE workflow = 'bulk'"),
 	'db1 finishes its deletions');
 is(count_rows($node, 'db2', "workflow = 'live'"), '1000', 'and every live row is intact');
-set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.batch_size');
 
 # a streaming standby runs no worker in any database; after promotion the
 # janitors serve them all
