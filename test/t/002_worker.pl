@@ -7,7 +7,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(sleep);
 
 my $helpers = q{
 CREATE FUNCTION make_claim(k text, w text, st text, age interval) RETURNS void
@@ -31,15 +30,16 @@ sub worker_pid
 		"SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE backend_type = 'idem_gate $type'");
 }
 
-# the pid of a janitor in the middle of a pass, once there is one
-sub busy_janitor
+# the pid of a janitor waiting for a row lock in a pass, once there is one
+sub waiting_janitor
 {
 	my ($node, $not_pid) = @_;
 	$not_pid //= 0;
 	$node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND state = 'active' AND pid <> $not_pid")
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND wait_event_type = 'Lock' AND pid <> $not_pid")
 	  or return 0;
-	return worker_pid($node, 'janitor');
+	return $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND wait_event_type = 'Lock' AND pid <> $not_pid");
 }
 
 sub wait_for_worker
@@ -140,34 +140,39 @@ is(worker_pid($node, 'launcher'), $launcher, 'the same launcher process, no rest
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET idem_gate.retention; SELECT pg_reload_conf()');
 
 # pg_terminate_backend and kill -9 during a pass: the passes go on, and a
-# batch is never half done
+# batch is never half done.  A client holds a lock on the oldest expired
+# row, so a pass waits in its first batch for as long as the test needs.
+$node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = '1h'; SELECT pg_reload_conf()});
+$node->poll_query_until('postgres', "SELECT current_setting('idem_gate.naptime') = '1h'");
 $node->safe_psql('postgres', q{
-	ALTER SYSTEM SET idem_gate.batch_size = 1; SELECT pg_reload_conf();
 	INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
 		created_at, claimed_at, updated_at, completed_at)
 	SELECT 'bulk', 'b' || g, 'completed', 1, nextval('idem_gate.token_seq'), '{}',
-		now() - interval '40 days', now() - interval '40 days',
-		now() - interval '40 days', now() - interval '40 days'
-	  FROM generate_series(1, 50000) g;
+		now() - interval '40 days' - g * interval '1 second',
+		now() - interval '40 days' - g * interval '1 second',
+		now() - interval '40 days' - g * interval '1 second',
+		now() - interval '40 days' - g * interval '1 second'
+	  FROM generate_series(1, 20000) g;
 	INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
 		created_at, claimed_at, updated_at, completed_at)
 	SELECT 'bulk', 'live' || g, 'completed', 1, nextval('idem_gate.token_seq'), '{}',
 		now(), now(), now(), now()
 	  FROM generate_series(1, 1000) g;
 });
-my $janitor = busy_janitor($node);
-ok($janitor, 'a janitor is in the middle of a pass');
+my $blocker = $node->background_psql('postgres');
+is($blocker->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = 'b20000' FOR UPDATE;"),
+	'b20000', 'a client locks the oldest expired row');
+$node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = 1; SELECT pg_reload_conf()});
+my $janitor = waiting_janitor($node);
+ok($janitor, 'a pass waits for it');
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($janitor)");
-ok(busy_janitor($node, $janitor), 'after pg_terminate_backend the next pass comes');
-# the passes after the crash take full batches (the running one keeps its own)
-$node->safe_psql('postgres', 'ALTER SYSTEM RESET idem_gate.batch_size; SELECT pg_reload_conf()');
-sleep 0.3;
-$janitor = worker_pid($node, 'janitor');
-ok($janitor, 'the pass with one-row batches still runs');
+my $next = waiting_janitor($node, $janitor);
+ok($next, 'pg_terminate_backend ends that pass; the next pass comes');
 $log_offset = -s $node->logfile;
-kill 'KILL', $janitor;
-ok($node->wait_for_log(qr/\(PID $janitor\) was terminated by signal 9/, $log_offset),
+kill 'KILL', $next;
+ok($node->wait_for_log(qr/\(PID $next\) was terminated by signal 9/, $log_offset),
 	'kill -9 of the janitor: the postmaster restarts the cluster');
+eval { $blocker->quit; };		# the restart ended its session
 ok($node->poll_query_until('postgres', 'SELECT janitor_passes > 0 FROM idem_gate.stats'),
 	'and the passes come back');
 ok($node->poll_query_until('postgres',

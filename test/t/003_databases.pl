@@ -60,10 +60,28 @@ sub janitor_in
 		"SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND datname = '$db'");
 }
 
+# the pid of a janitor waiting for a row lock in a database, once there is one
+sub waiting_janitor
+{
+	my ($node, $db, $not_pid) = @_;
+	my $q = "FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND datname = '$db' AND wait_event_type = 'Lock' AND pid <> $not_pid";
+	$node->poll_query_until('postgres', "SELECT count(*) = 1 $q") or return 0;
+	return $node->safe_psql('postgres', "SELECT pid $q");
+}
+
 sub set_and_reload
 {
 	my ($node, $sql) = @_;
 	$node->safe_psql('postgres', "$sql; SELECT pg_reload_conf()");
+}
+
+# a new backend (and so a new janitor) has the setting once the postmaster
+# has reloaded
+sub wait_setting
+{
+	my ($node, $name, $value) = @_;
+	$node->poll_query_until('postgres', "SELECT current_setting('$name') = '$value'")
+	  or die "$name did not become $value";
 }
 
 my $node = PostgreSQL::Test::Cluster->new('many');
@@ -86,22 +104,35 @@ for my $db (qw(db1 db2 db3))
 $node->safe_psql('postgres', 'CREATE DATABASE plain');
 $node->safe_psql('postgres', 'CREATE DATABASE closed');
 $node->safe_psql('closed', 'CREATE EXTENSION idem_gate');
-old_claim($node, 'closed', 'in_closed');
 $node->safe_psql('postgres', 'ALTER DATABASE closed ALLOW_CONNECTIONS false');
+my $closed_offset = -s $node->logfile;
 
 # several databases served at once
 old_claim($node, $_, "old_$_") for qw(db1 db2 db3);
 ok(gone($node, $_, "old_$_"), "the janitor serves $_") for qw(db1 db2 db3);
-$node->safe_psql('postgres', 'ALTER DATABASE closed ALLOW_CONNECTIONS true');
-is(count_rows($node, 'closed', "key = 'in_closed'"), '1',
-	'a database that does not allow connections is left alone');
+sleep 2;
+unlike(slurp_file($node->logfile, $closed_offset), qr/FATAL/,
+	'a database that does not allow connections is left alone (no janitor fails to connect)');
 $node->safe_psql('postgres', 'DROP DATABASE closed');
 
-# at most max_janitors at once: long passes in three databases
-set_and_reload($node, 'ALTER SYSTEM SET idem_gate.batch_size = 1');
-bulk($node, $_, 6000) for qw(db1 db2 db3);
+# at most max_janitors at once: a client in each of three databases holds
+# a lock on an expired row, so each pass waits in its first batch
+set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'");
+wait_setting($node, 'idem_gate.naptime', '1h');
+sleep 1;
+my %blockers;
+for my $db (qw(db1 db2 db3))
+{
+	old_claim($node, $db, 'locked');
+	$blockers{$db} = $node->background_psql($db);
+	$blockers{$db}->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = 'locked' FOR UPDATE;");
+}
+set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND wait_event_type = 'Lock'"),
+	'two passes wait for the locks');
 my ($most, $samples) = (0, 0);
-my $end = time() + 4;
+my $end = time() + 3;
 while (time() < $end)
 {
 	my $n = $node->safe_psql('postgres',
@@ -111,16 +142,13 @@ while (time() < $end)
 	sleep 0.05;
 }
 is($most, 2, "never more than idem_gate.max_janitors = 2 janitors at once ($samples samples)");
-# full batches again: a running pass keeps its settings, so end the passes
-set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.batch_size');
-sleep 0.5;
-$node->safe_psql('postgres',
-	"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor'");
-for my $db (qw(db1 db2 db3))
-{
-	ok($node->poll_query_until($db, "SELECT count(*) = 0 FROM idem_gate.claims WHERE workflow = 'bulk'"),
-		"and each database's long pass finishes ($db)");
-}
+my $waiting = $node->safe_psql('postgres',
+	"SELECT string_agg(datname, ',' ORDER BY datname) FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor'");
+my ($idle) = grep { $waiting !~ /\b$_\b/ } qw(db1 db2 db3);
+ok($idle, "the third database waits for a free janitor ($waiting at work)");
+$blockers{$_}->query_safe('COMMIT') for qw(db1 db2 db3);
+$blockers{$_}->quit for qw(db1 db2 db3);
+ok(gone($node, $_, 'locked'), "once the locks are released every pass finishes ($_)") for qw(db1 db2 db3);
 
 # a database without the extension: nothing logged; installed later, it is
 # served within one naptime
@@ -148,8 +176,10 @@ for my $i (1 .. 5)
 
 # ... and in the middle of a pass
 set_and_reload($node, 'ALTER SYSTEM SET idem_gate.batch_size = 1');
+wait_setting($node, 'idem_gate.batch_size', '1');
 bulk($node, 'db3', 200000);
-ok(janitor_in($node, 'db3'), 'a janitor is at work in db3');
+$node->poll_query_until('db3', "SELECT count(*) < 200000 FROM idem_gate.claims WHERE workflow = 'bulk'");
+ok(janitor_in($node, 'db3'), 'a janitor is at work in db3, in the middle of a long pass');
 $log_offset = -s $node->logfile;
 $t0 = time();
 my ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE db3');
@@ -157,11 +187,14 @@ is($ret, 0, 'a plain DROP DATABASE of it succeeds during the pass') or diag $err
 cmp_ok(time() - $t0, '<', 4, 'without waiting out the 5 s of DROP DATABASE');
 ok($node->wait_for_log(qr/ending the janitor's pass in database "db3", which another session needs without connections/,
 	$log_offset), 'the launcher says it ended the pass');
+set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.batch_size');
+wait_setting($node, 'idem_gate.batch_size', '1000');
 old_claim($node, 'db1', 'after_drop');
 ok(gone($node, 'db1', 'after_drop'), 'the other databases are still served');
 
 # SIGHUP: a list of databases takes effect without a restart
 set_and_reload($node, "ALTER SYSTEM SET idem_gate.database = 'db1'");
+wait_setting($node, 'idem_gate.database', 'db1');
 sleep 1.5;
 old_claim($node, $_, "listed_$_") for qw(db1 db2);
 ok(gone($node, 'db1', 'listed_db1'), 'after a reload, the listed database is served');
@@ -182,18 +215,15 @@ for my $db (qw(db1 db2))
 }
 set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.retention');
 
-# SIGTERM ends a pass at once; the next pass finishes the work
-bulk($node, 'db1', 100000);
-my $janitor = janitor_in($node, 'db1');
-ok($janitor, 'a janitor is at work in db1');
-$log_offset = -s $node->logfile;
-$node->safe_psql('postgres', "SELECT pg_terminate_backend($janitor)");
-ok($node->wait_for_log(qr/\[$janitor\] FATAL:  terminating background worker "idem_gate janitor" due to administrator command/,
-	$log_offset), 'pg_terminate_backend ends its pass');
-ok(janitor_in($node, 'db1') != $janitor, 'a new pass starts in db1');
-
-# kill -9 in the middle of a pass: crash restart, then every database is
-# served again and no batch was half done
+# SIGTERM ends a pass at once, even one waiting for a lock; kill -9 in the
+# middle of a pass: crash restart, then every database is served again and
+# no batch was half done
+set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'");
+wait_setting($node, 'idem_gate.naptime', '1h');
+sleep 1;
+bulk($node, 'db1', 20000);
+old_claim($node, 'db1', 'locked');
+$node->safe_psql('db1', "UPDATE idem_gate.claims SET created_at = created_at - interval '1 day', claimed_at = claimed_at - interval '1 day', updated_at = updated_at - interval '1 day', completed_at = completed_at - interval '1 day' WHERE key = 'locked'");
 $node->safe_psql('db2', q{
 	INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
 		created_at, claimed_at, updated_at, completed_at)
@@ -201,23 +231,33 @@ $node->safe_psql('db2', q{
 		now(), now(), now(), now()
 	  FROM generate_series(1, 1000) g});
 old_claim($node, 'db2', 'crash_db2');
-$janitor = janitor_in($node, 'db1');
-set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.batch_size');	# for the passes after the crash
-sleep 0.5;
+my $blocker = $node->background_psql('db1');
+$blocker->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = 'locked' FOR UPDATE;");
+set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
+my $janitor = waiting_janitor($node, 'db1', 0);
+ok($janitor, 'a pass in db1 waits for a lock');
 $log_offset = -s $node->logfile;
-kill 'KILL', $janitor;
-ok($node->wait_for_log(qr/\(PID $janitor\) was terminated by signal 9/, $log_offset),
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($janitor)");
+ok($node->wait_for_log(qr/\[$janitor\] FATAL:  terminating background worker "idem_gate janitor" due to administrator command/,
+	$log_offset), 'pg_terminate_backend ends its pass');
+my $next = waiting_janitor($node, 'db1', $janitor);
+ok($next, 'the next pass comes');
+$log_offset = -s $node->logfile;
+kill 'KILL', $next;
+ok($node->wait_for_log(qr/\(PID $next\) was terminated by signal 9/, $log_offset),
 	'kill -9 of a janitor during a pass: the postmaster restarts the cluster');
+eval { $blocker->quit; };		# the restart ended its session
 ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate launcher'"),
-	'after kill -9 and the crash restart the launcher is back');
+	'after the crash restart the launcher is back');
 ok(gone($node, 'db2', 'crash_db2'), 'db2 is served again');
-ok($node->poll_query_until('db1', "SELECT count(*) = 0 FROM idem_gate.claims WHERE workflow = 'bulk'"),
+ok($node->poll_query_until('db1', "SELECT count(*) = 0 FROM idem_gate.claims WHERE workflow = 'bulk' OR key = 'locked'"),
 	'db1 finishes its deletions');
 is(count_rows($node, 'db2', "workflow = 'live'"), '1000', 'and every live row is intact');
 
 # a streaming standby runs no worker in any database; after promotion the
 # janitors serve them all
 set_and_reload($node, "ALTER SYSTEM SET idem_gate.retention = '1000d'");
+wait_setting($node, 'idem_gate.retention', '1000d');
 sleep 1.5;
 old_claim($node, $_, "standby_$_") for qw(db1 db2 plain);
 $node->backup('bk');
