@@ -19,12 +19,12 @@
 #include "idem_gate.h"
 #include "call.h"
 #include "janitor.h"
+#include "store.h"
 #include "stats.h"
 #include "worker.h"
 
 PG_MODULE_MAGIC;
 
-int			idem_max_key_length = 255;
 bool		idem_preloaded = false;
 
 /*
@@ -36,17 +36,8 @@ _PG_init(void)
 {
 	idem_preloaded = process_shared_preload_libraries_in_progress;
 
-	DefineCustomIntVariable("idem_gate.max_key_length",
-							"Longest accepted key or workflow name, in characters.",
-							"Longer values are refused with SQLSTATE 22023; derive a shorter key with idem_hash().",
-							&idem_max_key_length,
-							255,
-							1,
-							1000,
-							PGC_SUSET,
-							0,
-							NULL, NULL, NULL);
-
+	ig_call_define_settings();
+	ig_store_define_settings();
 	idem_janitor_define_settings();
 	idem_acl_define_settings();
 	idem_worker_define_settings();
