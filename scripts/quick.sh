@@ -30,7 +30,7 @@ if ! make -s -C "$ROOT" PG_CONFIG="$PG_CONFIG" with_llvm=no >/dev/null ||
 	exit 1
 fi
 
-WORK=$(mktemp -d /tmp/idem_gate_quick.XXXXXX)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/idem_gate_quick.XXXXXX")
 cleanup() {
 	[ -d "$WORK/data" ] && as_pg "$BIN/pg_ctl" -D "$WORK/data" -m immediate -w stop >/dev/null 2>&1 || true
 	if [ "${IDEM_QUICK_KEEP:-0}" = 1 ]; then
@@ -40,6 +40,7 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT
 
 # The test files, in a tree the postgres user may write results into.
 mkdir -p "$WORK/tree/test"
