@@ -105,5 +105,25 @@ SELECT * FROM idem_gate.janitor_run();
 RESET client_min_messages;
 SELECT alerts, escalations, janitor_passes FROM idem_gate.stats;
 
+------------------------------------------------------------------------
+-- the pass's WARNING names the first three stuck claims, oldest first, and
+-- counts the rest; with fixed tokens and ages measured in the transaction
+-- that made them, its text is exact
+------------------------------------------------------------------------
+TRUNCATE idem_gate.claims;
+BEGIN;
+SELECT je_row('w' || i, 'je_warn', 'processing', '1 day', ((60 + i) || ' minutes')::interval)
+  FROM generate_series(1, 5) i;
+UPDATE idem_gate.claims SET token = 900 + length(key) * 10 + substr(key, 2)::int
+ WHERE workflow = 'je_warn';
+SELECT alerts FROM idem_gate.janitor_run();
+COMMIT;
+-- one stuck claim: no "more"
+BEGIN;
+SELECT je_row('alone', 'je_warn', 'processing', '1 day', '2 hours');
+UPDATE idem_gate.claims SET token = 7 WHERE workflow = 'je_warn' AND key = 'alone';
+SELECT alerts FROM idem_gate.janitor_run();
+COMMIT;
+
 DROP FUNCTION je_row(text, text, text, interval, interval);
 TRUNCATE idem_gate.claims;
