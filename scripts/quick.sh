@@ -32,7 +32,8 @@ fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/idem_gate_quick.XXXXXX")
 cleanup() {
-	[ -d "$WORK/data" ] && as_pg "$BIN/pg_ctl" -D "$WORK/data" -m immediate -w stop >/dev/null 2>&1 || true
+	[ -d "$WORK/data" ] && { as_pg "$BIN/pg_ctl" -D "$WORK/data" -m fast -w -t 30 stop ||
+		  as_pg "$BIN/pg_ctl" -D "$WORK/data" -m immediate -w stop; } >/dev/null 2>&1 || true
 	if [ "${IDEM_QUICK_KEEP:-0}" = 1 ]; then
 		echo "kept $WORK"
 	else
