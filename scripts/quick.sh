@@ -32,14 +32,18 @@ fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/idem_gate_quick.XXXXXX")
 cleanup() {
-	[ -d "$WORK/data" ] && { as_pg "$BIN/pg_ctl" -D "$WORK/data" -m fast -w -t 30 stop ||
-		  as_pg "$BIN/pg_ctl" -D "$WORK/data" -m immediate -w stop; } >/dev/null 2>&1 || true
+	[ -d "$DATA" ] && { as_pg "$BIN/pg_ctl" -D "$DATA" -m fast -w -t 30 stop ||
+		  as_pg "$BIN/pg_ctl" -D "$DATA" -m immediate -w stop; } >/dev/null 2>&1 || true
 	if [ "${IDEM_QUICK_KEEP:-0}" = 1 ]; then
 		echo "kept $WORK"
 	else
 		rm -rf "$WORK"
 	fi
 }
+# The same layout as pg_regress's temporary instance (data/ and
+# log/postmaster.log side by side): tests may read the server log.
+DATA=$WORK/instance/data
+LOG=$WORK/instance/log/postmaster.log
 trap cleanup EXIT
 trap 'exit 143' TERM INT
 
@@ -50,7 +54,9 @@ cp -a "$ROOT/test/isolation" "$ROOT/test/pgtap" "$ROOT/test/preload.conf" "$WORK
 chmod 755 "$WORK"
 chown -R postgres "$WORK"
 
-as_pg "$BIN/initdb" -D "$WORK/data" -A trust -E UTF8 --locale=C.UTF-8 >"$WORK/initdb.log" 2>&1 || {
+mkdir -p "$WORK/instance/log"
+chown -R postgres "$WORK/instance"
+as_pg "$BIN/initdb" -D "$DATA" -A trust -E UTF8 --locale=C.UTF-8 >"$WORK/initdb.log" 2>&1 || {
 	cat "$WORK/initdb.log"; echo "0 passed, 1 failed"; exit 1; }
 {
 	echo "listen_addresses = ''"
@@ -60,9 +66,9 @@ as_pg "$BIN/initdb" -D "$WORK/data" -A trust -E UTF8 --locale=C.UTF-8 >"$WORK/in
 	echo "synchronous_commit = off"
 	echo "full_page_writes = off"
 	cat "$ROOT/test/preload.conf"
-} >>"$WORK/data/postgresql.conf"
-as_pg "$BIN/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w -t 60 start >/dev/null || {
-	cat "$WORK/server.log"; echo "0 passed, 1 failed"; exit 1; }
+} >>"$DATA/postgresql.conf"
+as_pg "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null || {
+	cat "$LOG"; echo "0 passed, 1 failed"; exit 1; }
 
 total_pass=0
 total_fail=0

@@ -107,23 +107,50 @@ SELECT alerts, escalations, janitor_passes FROM idem_gate.stats;
 
 ------------------------------------------------------------------------
 -- the pass's WARNING names the first three stuck claims, oldest first, and
--- counts the rest; with fixed tokens and ages measured in the transaction
--- that made them, its text is exact
+-- counts the rest.  The ages in it are measured by the clock, so the
+-- WARNING is read back from the server log (pg_regress's instance keeps
+-- it in ../log/postmaster.log) with the ages blanked out.
 ------------------------------------------------------------------------
+-- je_warning(key): the WARNING and DETAIL lines of the pass that named
+-- key, from the log of pg_regress's temporary instance (data/ sits next to
+-- log/, or one level below the output directory that holds log/)
+CREATE FUNCTION je_warning(k text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE
+	f text;
+BEGIN
+	FOREACH f IN ARRAY ARRAY['../log/postmaster.log', '../../log/postmaster.log'] LOOP
+		IF pg_stat_file(f, true) IS NOT NULL THEN
+			RETURN QUERY
+			SELECT regexp_replace(m[1] || ' / ' || m[2], 'stuck for [^;]*?(;|\.$)', 'stuck for AGE\1', 'g')
+			  FROM regexp_matches(pg_read_file(f),
+					'WARNING:  (idem_gate: [^\n]*)\n[^\n]*DETAIL:  (workflow "je_warn" key "' || k || '"[^\n]*)', 'g') m;
+			RETURN;
+		END IF;
+	END LOOP;
+	RAISE EXCEPTION 'no server log found next to the data directory';
+END $$;
 TRUNCATE idem_gate.claims;
 BEGIN;
 SELECT je_row('w' || i, 'je_warn', 'processing', '1 day', ((60 + i) || ' minutes')::interval)
   FROM generate_series(1, 5) i;
 UPDATE idem_gate.claims SET token = 900 + length(key) * 10 + substr(key, 2)::int
  WHERE workflow = 'je_warn';
+SET client_min_messages = error;
 SELECT alerts FROM idem_gate.janitor_run();
+RESET client_min_messages;
 COMMIT;
+SELECT je_warning('w5');
 -- one stuck claim: no "more"
 BEGIN;
 SELECT je_row('alone', 'je_warn', 'processing', '1 day', '2 hours');
 UPDATE idem_gate.claims SET token = 7 WHERE workflow = 'je_warn' AND key = 'alone';
+SET client_min_messages = error;
 SELECT alerts FROM idem_gate.janitor_run();
+RESET client_min_messages;
 COMMIT;
+SELECT je_warning('alone');
+DROP FUNCTION je_warning(text);
 
 DROP FUNCTION je_row(text, text, text, interval, interval);
 TRUNCATE idem_gate.claims;
