@@ -13,7 +13,8 @@ RESET client_min_messages;
 CREATE TEMP TABLE sink_docs (name text, doc text);
 INSERT INTO sink_docs VALUES
 	('empty string', '""'),
-	('short', '{"b":"x","a":[1,2.5,true,null]}'),
+	('short', '{"b":"x","a":[1,2.5,true,false,null]}'),
+	('literals', '[false,true,null,{"f":false,"t":true,"n":null}]'),
 	-- strings around and far beyond the hash chunk, raw and with escapes
 	('string 8k', '"' || repeat('a', 8191) || '"'),
 	('string 8k+1', '"' || repeat('b', 8193) || '"'),
@@ -44,6 +45,12 @@ SELECT idem_hash(doc::jsonb, ARRAY['a', 'b']) =
 	   encode(sha256(convert_to('{"a":' || idem_canonical((doc::jsonb) -> 'a') ||
 								',"b":' || idem_canonical((doc::jsonb) -> 'b') || '}', 'UTF8')), 'hex') AS fields_ok
   FROM (VALUES ('{"a":"' || repeat('z', 30000) || '","b":[1,2],"c":3}')) v(doc);
+
+-- JSON pointers with multi-digit array indexes
+SELECT p, idem_hash(doc, ARRAY[p]) = idem_hash(jsonb_build_object(p, doc #> string_to_array(substr(p, 2), '/'))) AS ok
+  FROM (SELECT jsonb_build_object('arr', jsonb_agg(i * 3), 'o', jsonb_build_object('10', 'ten'))
+		  FROM generate_series(0, 130) i) d(doc),
+	   unnest(ARRAY['/arr/0', '/arr/9', '/arr/10', '/arr/12', '/arr/99', '/arr/123', '/o/10']) p;
 
 DROP TABLE sink_docs;
 \if :sink_created

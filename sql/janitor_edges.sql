@@ -120,7 +120,7 @@ DECLARE
 	f text;
 BEGIN
 	FOREACH f IN ARRAY ARRAY['../log/postmaster.log', '../../log/postmaster.log'] LOOP
-		IF pg_stat_file(f, true) IS NOT NULL THEN
+		IF (pg_stat_file(f, true)).size IS NOT NULL THEN
 			RETURN QUERY
 			SELECT regexp_replace(m[1] || ' / ' || m[2], 'stuck for [^;]*?(;|\.$)', 'stuck for AGE\1', 'g')
 			  FROM regexp_matches(pg_read_file(f),

@@ -140,6 +140,10 @@ SELECT idem_canonical('[1e-99999999999999999999,-1e-400]'::json, 'rfc') AS rfc_u
 -- long numbers are abbreviated in messages
 SELECT * FROM pg_temp.jte_error($$ SELECT idem_canonical(('1' || repeat('0', 50) || '1')::json) $$);
 SELECT * FROM pg_temp.jte_error($$ SELECT idem_canonical(('1' || repeat('0', 40) || '1')::json) $$);
+-- up to 40 characters a number is shown as written
+SELECT * FROM pg_temp.jte_error($$ SELECT idem_canonical(('1' || repeat('0', 38) || '1')::json) $$);
+SELECT * FROM pg_temp.jte_error($$ SELECT idem_canonical(('1' || repeat('0', 39) || '1')::json) $$);
+SELECT * FROM pg_temp.jte_error($$ SELECT idem_canonical(('-1' || repeat('0', 37) || '1')::json) $$);
 -- 10^50 is not a double, but its shortest form is: that is not a loss
 SELECT idem_canonical(('1' || repeat('0', 50))::json) AS ten_to_fifty;
 SELECT * FROM pg_temp.jte_error($$ SELECT idem_canonical(('-12345678901234567' || repeat('0', 30))::json) $$);
