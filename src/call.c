@@ -364,6 +364,10 @@ ig_call_open(FunctionCallInfo fcinfo, IgCall *call, const char *fname,
 	call->writes = writes;
 	call->rel = NULL;
 	call->spi_connected = false;
+	call->probe = NULL;
+	call->inserter = NULL;
+	call->fresh_snapshot = true;
+	call->acl_checked = 0;
 }
 
 /*

@@ -279,13 +279,19 @@ static const char *const ig_delete_sql =
 " RETURNING d.updated_at, d.token)"
 IG_LAST("del");
 
+/*
+ * Receipt clearing waits for a row another transaction holds (a release
+ * deleting it, a DBA's lock) rather than skipping it: its watermark moves
+ * past every row it walked, so a skipped receipt would never be cleared.
+ * No claim waits for it: duplicates of completed rows only read them.
+ */
 static const char *const ig_clear_sql =
 "WITH upd AS ("
 " UPDATE idem_gate.claims d SET result = NULL"
 " WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 "  SELECT c.ctid FROM idem_gate.claims c" IG_RANGE
 "  AND c.result IS NOT NULL" IG_ORDER
-"  LIMIT $4 FOR UPDATE OF c SKIP LOCKED))"
+"  LIMIT $4))"
 " AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
 " RETURNING d.updated_at, d.token)"
 IG_LAST("upd");
