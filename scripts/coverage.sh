@@ -74,6 +74,10 @@ for layer in "${layers[@]}"; do
 	esac
 	grep -E '^[0-9]+ passed, [0-9]+ failed|^Result:|^All [0-9]+ tests|tests failed' "$SCRATCH/$layer.log" |
 		sed 's/^/  /' || true
+	if grep -qE 'Result: FAIL|[1-9][0-9]* failed|tests failed' "$SCRATCH/$layer.log"; then
+		grep -E '^not ok|^# +Failed|Failed test|^t/|^test/t/.*(ok|Dubious)|FAILED' "$SCRATCH/$layer.log" |
+			head -20 | sed 's/^/    /' || true
+	fi
 done
 [ "$status" -eq 0 ] || echo "note: a layer had failures; coverage is still reported"
 

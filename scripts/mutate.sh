@@ -180,21 +180,35 @@ def candidates(path):
 
 # ---------------------------------------------------------------- running
 
+RUNNING = []
+
+def stop_group(p):
+    """TERM the process group of p (it runs its own cleanup), then KILL."""
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    except ProcessLookupError:
+        pass
+
 def sh(cmd, cwd, env, timeout=None, log=None):
     """Run cmd in its own process group; on timeout, TERM then KILL it."""
     p = subprocess.Popen(cmd, cwd=cwd, env=env, shell=isinstance(cmd, str),
                          stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
                          start_new_session=True)
+    RUNNING.append(p)
     try:
         return p.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGTERM)
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
+        stop_group(p)
         return None
+    except KeyboardInterrupt:
+        stop_group(p)
+        raise
+    finally:
+        RUNNING.remove(p)
 
 def stop_leftover_servers(scratch):
     """Servers a killed layer run left behind in our scratch directory:
@@ -277,6 +291,7 @@ def main():
     def on_signal(signum, frame):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
 
     results = []
     skipped = 0
@@ -318,6 +333,7 @@ def main():
                   flush=True)
     except KeyboardInterrupt:
         print("interrupted")
+        stop_leftover_servers(scratch)
     finally:
         restore()
         # leave the unmutated code installed
