@@ -12,7 +12,7 @@ import { docBlock } from './doc_block.mjs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createSink } from './sink.mjs';
-import { buildAll, IDS, SIDE_EFFECT_URL } from './build-examples.mjs';
+import { buildAll, IDS, SIDE_EFFECT_URL, CREDENTIAL } from './build-examples.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
@@ -310,7 +310,41 @@ async function setup() {
       ],
     });
     log(`screenshots: ${files.join(', ')}`);
+    editorImport = await checkEditorImportSafely();
   }
+}
+
+// docs/n8n.md step 3's editor route, in the browser (see editor-import.mjs)
+let editorImport = null;
+async function checkEditorImportSafely() {
+  try {
+    const { checkEditorImport } = await import('./editor-import.mjs');
+    const r = await checkEditorImport({
+      base: BASE,
+      email: OWNER.email,
+      password: OWNER.password,
+      gateFile: readFileSync(join(ROOT, 'examples/n8n/webhook-gate.json'), 'utf8'),
+      credentialId: CREDENTIAL.id,
+      workDir: WORK,
+      rest,
+    });
+    log(`editor import: ${JSON.stringify(r)}`);
+    return r;
+  } catch (e) {
+    return { error: String(e.stack ?? e) };
+  }
+}
+function recordEditorImport() {
+  const r = editorImport;
+  if (!r) return;
+  const all = (m, v) => m && Object.keys(m).length === 3 && Object.values(m).every((x) => x === v);
+  record('editor', 'Import from file (docs/n8n.md step 3): a known credential id is kept; an unknown one is dropped and opening each Postgres node selects the credential; the Error workflow setting is not imported',
+    r.error ? `error: ${r.error}` :
+      `known id: ${JSON.stringify(r.known.credentials)}; unknown id: after import ${r.unknown.issuesAfterImport} nodes with issues, after opening the nodes ${r.unknown.issuesBeforeSave}, saved ${JSON.stringify(r.unknown.credentials)}; error workflow setting after import: ${r.known.errorWorkflow}/${r.unknown.errorWorkflow}`,
+    !r.error && all(r.known.credentials, CREDENTIAL.id) && r.unknown.issuesAfterImport > 0 &&
+      all(r.unknown.credentials, CREDENTIAL.id) && r.unknown.issuesBeforeSave === 0 &&
+      r.known.errorWorkflow === null && r.unknown.errorWorkflow === null,
+    0, 0);
 }
 
 // -------------------------------------------------------------- drills --
@@ -590,6 +624,7 @@ try {
       record(i + 1, '-', `error: ${e.stack ?? e}`, false, 0, 0);
     }
   }
+  recordEditorImport();
   failed = printTable();
 } catch (e) {
   console.error(e);

@@ -41,6 +41,12 @@ export async function screenshots({ base, email, password, outDir, workflows }) 
     await page.locator('input[type="password"]').first().fill(password);
     await page.locator('button[type="submit"], [data-test-id="form-submit-button"]').first().click();
     await page.waitForURL((u) => !u.pathname.startsWith('/signin'), { timeout: 30000 });
+    if (new URL(page.url()).pathname.startsWith('/setup')) {
+      const settings = await page.evaluate(async () => (await fetch('/rest/settings')).text());
+      const debug = join(process.env.E2E_WORK ?? tmpdir(), 'screenshot-setup.png');
+      await page.screenshot({ path: debug }).catch(() => {});
+      throw new Error(`the editor asks for an owner set-up after sign-in (${debug}); settings: ${settings.slice(0, 600)}`);
+    }
     for (const { id, file } of workflows) {
       await page.goto(`${base}/workflow/${id}`, { waitUntil: 'domcontentloaded' });
       try {
