@@ -8,7 +8,8 @@
 // This test reads the query texts and parameter expressions from the committed
 // workflow files, evaluates the expressions for sample items, and runs them
 // exactly so: same pg-promise and pg versions as n8n 2.8.4, same type parsers,
-// connected as a role that holds only the GRANT lines of docs/n8n.md.
+// connected as a role created by the README's documented role block
+// (test/suites/30_n8n_pg.sh).
 //
 // Env: libpq variables (PGHOST, PGPORT, PGUSER superuser, PGDATABASE with
 // idem_gate installed), IDEM_N8N_ROLE / IDEM_N8N_PASSWORD (the role created by
