@@ -1,14 +1,18 @@
 # idem_gate: PGXS build.
 #
-# The install script idem_gate--1.0.sql is assembled from src/sql/*.sql in
-# name order, one part per concern, so each C file's SQL declarations sit in
-# one place.  Once a version is released its parts are frozen; later
-# versions ship idem_gate--X--Y.sql upgrade scripts instead.
+# Released install scripts are frozen as committed: idem_gate--1.0.sql.
+# Version 1.1 is 1.0 plus the upgrade idem_gate--1.0--1.1.sql, which is
+# assembled from src/sql/1.1/*.sql in name order (one part per concern);
+# a fresh 1.1 install runs exactly the same statements
+# (idem_gate--1.1.sql = 1.0 + the upgrade), so a fresh and an updated
+# database have the same catalog.  Once 1.1 is released its parts freeze
+# too, and later versions ship their own upgrade scripts.
 
 EXTENSION = idem_gate
 MODULE_big = idem_gate
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
-DATA_built = idem_gate--1.0.sql
+DATA = idem_gate--1.0.sql
+DATA_built = idem_gate--1.1.sql idem_gate--1.0--1.1.sql
 PG_CPPFLAGS = -I$(srcdir)/src
 
 # pg_regress suites: every sql/*.sql, in name order.
@@ -31,5 +35,8 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-idem_gate--1.0.sql: $(sort $(wildcard src/sql/*.sql))
+idem_gate--1.0--1.1.sql: $(sort $(wildcard src/sql/1.1/*.sql))
+	cat $^ > $@
+
+idem_gate--1.1.sql: idem_gate--1.0.sql idem_gate--1.0--1.1.sql
 	cat $^ > $@

@@ -94,9 +94,16 @@ SELECT idem_hash('{"id":null}'::jsonb, ARRAY['id']) = idem_hash('{"id":null}'::j
 SELECT idem_hash('{"id":12345678901234567890}'::jsonb, ARRAY['id'], 'rfc') =
        idem_hash('{"id":12345678901234567000}'::jsonb, ARRAY['id']) AS fields_rfc;
 
--- STRICT: a NULL argument gives NULL
+-- a NULL document gives NULL; a NULL numbers or fields is an error (22004),
+-- never a NULL hash that would turn a fingerprint check off
 SELECT idem_canonical(NULL::jsonb) IS NULL AS c1, idem_hash(NULL::json) IS NULL AS h1,
-       idem_hash('{}'::jsonb, NULL::text[]) IS NULL AS f1, idem_hash('{}'::jsonb, NULL::text) IS NULL AS p1;
+       idem_hash(NULL::jsonb, ARRAY['id']) IS NULL AS f1;
+SELECT idem_hash('{}'::jsonb, NULL::text[]);
+SELECT idem_hash('{}'::jsonb, NULL::text);
+SELECT idem_hash('{}'::json, NULL::text);
+SELECT idem_canonical('{}'::jsonb, NULL::text);
+SELECT idem_canonical('{}'::json, NULL::text);
+SELECT idem_hash('{"id": 1}'::jsonb, ARRAY['id'], NULL::text);
 
 -- declared properties
 SELECT p.oid::regprocedure AS function, p.provolatile, p.proisstrict, p.proparallel,

@@ -148,7 +148,7 @@ SELECT * FROM claim('evt_8', 'wf', NULL, 'sha-aaa');
 SELECT * FROM claim('evt_8', 'wf', NULL, 'sha-aaa');
 SELECT * FROM claim('evt_8', 'wf', NULL, NULL);
 SELECT try($$SELECT * FROM idem_claim_ex('evt_8', 'wf', NULL, 'sha-bbb')$$);
-SELECT idem_complete('evt_8', 'wf');
+SELECT idem_complete('evt_8', 'wf', (SELECT token FROM idem_status('evt_8', 'wf')));
 -- still an error once completed: never a silent "completed"
 SELECT try($$SELECT * FROM idem_claim_ex('evt_8', 'wf', NULL, 'sha-bbb')$$);
 -- a claim without a fingerprint records the first one given later
@@ -246,14 +246,20 @@ SELECT count(*) AS constraints FROM pg_constraint
 INSERT INTO claims_checked SELECT * FROM idem_gate.claims;
 SELECT (SELECT count(*) FROM claims_checked) = (SELECT count(*) FROM idem_gate.claims) AS all_rows_checked;
 
+DROP TABLE claims_checked;
+
 ------------------------------------------------------------------------
 -- a table the DBA changed: triggers, constraints and NOT NULLs of their
--- own are honoured (the functions then write through SQL)
+-- own are honoured (the functions then write through SQL).  Code a DBA
+-- attached runs with the owner's rights under search_path pg_catalog,
+-- pg_temp (so it qualifies its names), and a session that has a
+-- temporary schema is refused (see sql/hardening.sql): start a new one.
 ------------------------------------------------------------------------
+\c
 CREATE TABLE claim_audit (op text, key text, state idem_gate.state, token_set boolean);
 CREATE FUNCTION claim_audit() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	INSERT INTO claim_audit VALUES (TG_OP, NEW.key, NEW.state, NEW.token IS NOT NULL);
+	INSERT INTO public.claim_audit VALUES (TG_OP, NEW.key, NEW.state, NEW.token IS NOT NULL);
 	RETURN NEW;
 END $$;
 CREATE TRIGGER claim_audit AFTER INSERT OR UPDATE ON idem_gate.claims
@@ -264,7 +270,7 @@ SELECT idem_claim('evt_audit_1', 'wf');
 SELECT idem_claim('evt_audit_2', 'wf');
 SELECT idem_fail('evt_audit_2', 'wf', NULL, 'timeout', true);
 SELECT outcome, attempt FROM claim('evt_audit_2', 'wf');
-SELECT idem_fail('evt_audit_2', 'wf', NULL, 'ambiguous', false);
+SELECT idem_fail('evt_audit_2', 'wf', (SELECT token FROM idem_status('evt_audit_2', 'wf')), 'ambiguous', false);
 SELECT * FROM claim_audit;
 DROP TRIGGER claim_audit ON idem_gate.claims;
 SELECT key, state, result, last_error FROM idem_gate.claims

@@ -21,7 +21,7 @@ GRANT EXECUTE ON FUNCTION
 	idem_status(text, text)
 	TO regress_idem_n8n;
 -- deciding needs_review claims is an operator's job; grant it where wanted
-GRANT EXECUTE ON FUNCTION idem_resolve(text, text, text, jsonb) TO regress_idem_n8n;
+GRANT EXECUTE ON FUNCTION idem_resolve(text, text, text, jsonb, text) TO regress_idem_n8n;
 
 SET ROLE regress_idem_n8n;
 SELECT idem_claim('priv_1', 'wf');

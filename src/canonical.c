@@ -622,94 +622,81 @@ jcs_finish_hash(JcsState *st, MemoryContext callcxt)
 }
 
 /*
- * Serialize a jsonb document, or a json document, into the state's sink.
+ * The numbers => argument (argno): NULL is an error, not a NULL result, so
+ * that a hash used as a fingerprint is never silently missing.
  */
-static void
-jcs_emit_jsonb(JcsState *st, Jsonb *jb)
+static JcsNumbers
+jcs_numbers_arg(FunctionCallInfo fcinfo, int argno)
 {
-	jcs_emit_container(st, &jb->root);
-}
-
-static void
-jcs_emit_json(JcsState *st, text *json)
-{
-	jcs_emit_json_text(st, VARDATA_ANY(json), VARSIZE_ANY_EXHDR(json));
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("numbers must not be null"),
+				 errhint("Use numbers => 'safe' (the default) or numbers => 'rfc'.")));
+	return jcs_parse_numbers(PG_GETARG_TEXT_PP(argno));
 }
 
 /*
- * idem_canonical(doc jsonb, numbers text) returns text
+ * The four whole-document functions: idem_canonical and idem_hash of a
+ * jsonb or a json document.  A NULL document gives NULL, like any SQL
+ * function of a missing value.
  */
+static Datum
+jcs_document(FunctionCallInfo fcinfo, bool is_json, bool hash)
+{
+	JcsNumbers	numbers;
+	JcsState	st;
+	MemoryContext callcxt;
+
+	jcs_check_encoding();
+	numbers = jcs_numbers_arg(fcinfo, 1);
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	if (is_json)
+	{
+		text	   *json = PG_GETARG_TEXT_PP(0);
+
+		callcxt = jcs_begin(&st, numbers, hash, VARSIZE_ANY_EXHDR(json));
+		jcs_emit_json_text(&st, VARDATA_ANY(json), VARSIZE_ANY_EXHDR(json));
+	}
+	else
+	{
+		Jsonb	   *jb = PG_GETARG_JSONB_P(0);
+
+		callcxt = jcs_begin(&st, numbers, hash, VARSIZE(jb));
+		jcs_emit_container(&st, &jb->root);
+	}
+	if (hash)
+		PG_RETURN_TEXT_P(jcs_finish_hash(&st, callcxt));
+	PG_RETURN_TEXT_P(jcs_finish_text(&st, callcxt));
+}
+
+/* idem_canonical(doc jsonb, numbers text) returns text */
 Datum
 idem_canonical_jsonb(PG_FUNCTION_ARGS)
 {
-	Jsonb	   *jb;
-	JcsNumbers	numbers;
-	JcsState	st;
-	MemoryContext callcxt;
-
-	jcs_check_encoding();
-	numbers = jcs_parse_numbers(PG_GETARG_TEXT_PP(1));
-	jb = PG_GETARG_JSONB_P(0);
-	callcxt = jcs_begin(&st, numbers, false, VARSIZE(jb));
-	jcs_emit_jsonb(&st, jb);
-	PG_RETURN_TEXT_P(jcs_finish_text(&st, callcxt));
+	return jcs_document(fcinfo, false, false);
 }
 
-/*
- * idem_canonical(doc json, numbers text) returns text
- */
+/* idem_canonical(doc json, numbers text) returns text */
 Datum
 idem_canonical_json(PG_FUNCTION_ARGS)
 {
-	text	   *json;
-	JcsNumbers	numbers;
-	JcsState	st;
-	MemoryContext callcxt;
-
-	jcs_check_encoding();
-	numbers = jcs_parse_numbers(PG_GETARG_TEXT_PP(1));
-	json = PG_GETARG_TEXT_PP(0);
-	callcxt = jcs_begin(&st, numbers, false, VARSIZE_ANY_EXHDR(json));
-	jcs_emit_json(&st, json);
-	PG_RETURN_TEXT_P(jcs_finish_text(&st, callcxt));
+	return jcs_document(fcinfo, true, false);
 }
 
-/*
- * idem_hash(doc jsonb, numbers text) returns text
- */
+/* idem_hash(doc jsonb, numbers text) returns text */
 Datum
 idem_hash_jsonb(PG_FUNCTION_ARGS)
 {
-	Jsonb	   *jb;
-	JcsNumbers	numbers;
-	JcsState	st;
-	MemoryContext callcxt;
-
-	jcs_check_encoding();
-	numbers = jcs_parse_numbers(PG_GETARG_TEXT_PP(1));
-	jb = PG_GETARG_JSONB_P(0);
-	callcxt = jcs_begin(&st, numbers, true, 0);
-	jcs_emit_jsonb(&st, jb);
-	PG_RETURN_TEXT_P(jcs_finish_hash(&st, callcxt));
+	return jcs_document(fcinfo, false, true);
 }
 
-/*
- * idem_hash(doc json, numbers text) returns text
- */
+/* idem_hash(doc json, numbers text) returns text */
 Datum
 idem_hash_json(PG_FUNCTION_ARGS)
 {
-	text	   *json;
-	JcsNumbers	numbers;
-	JcsState	st;
-	MemoryContext callcxt;
-
-	jcs_check_encoding();
-	numbers = jcs_parse_numbers(PG_GETARG_TEXT_PP(1));
-	json = PG_GETARG_TEXT_PP(0);
-	callcxt = jcs_begin(&st, numbers, true, 0);
-	jcs_emit_json(&st, json);
-	PG_RETURN_TEXT_P(jcs_finish_hash(&st, callcxt));
+	return jcs_document(fcinfo, true, true);
 }
 
 /*
@@ -819,7 +806,7 @@ jcs_resolve_field(Jsonb *jb, const char *spec)
 			key.type = jbvString;
 			key.val.string.val = tok.data;
 			key.val.string.len = tok.len;
-			cur = findJsonbValueFromContainer(jc, JB_FOBJECT, &key);
+			cur = findJsonbValueFromContainer(unconstify(JsonbContainer *, jc), JB_FOBJECT, &key);
 			if (cur == NULL)
 				jcs_field_missing(spec, psprintf("There is no member \"%s\".",
 												 jcs_display(tok.data, tok.len)));
@@ -869,7 +856,14 @@ idem_hash_fields(PG_FUNCTION_ARGS)
 	JsonbValue **values;
 
 	jcs_check_encoding();
-	numbers = jcs_parse_numbers(PG_GETARG_TEXT_PP(2));
+	numbers = jcs_numbers_arg(fcinfo, 2);
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("identity fields must not be null"),
+				 errhint("Name the members that identify the event, for example ARRAY['id'].")));
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
 	jb = PG_GETARG_JSONB_P(0);
 	arr = PG_GETARG_ARRAYTYPE_P(1);
 

@@ -11,27 +11,20 @@
  */
 #include "postgres.h"
 
-#include <limits.h>
-
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
 #include "idem_gate.h"
+#include "call.h"
 #include "janitor.h"
+#include "store.h"
 #include "stats.h"
 
 PG_MODULE_MAGIC;
 
-int			idem_max_key_length = 255;
 bool		idem_preloaded = false;
-
-static const struct config_enum_entry ig_stuck_action_options[] = {
-	{"alert", IDEM_STUCK_ALERT, false},
-	{"review", IDEM_STUCK_REVIEW, false},
-	{NULL, 0, false}
-};
 
 /*
  * idem_gate.database: a database name is all we can check before the
@@ -62,64 +55,11 @@ _PG_init(void)
 {
 	idem_preloaded = process_shared_preload_libraries_in_progress;
 
-	DefineCustomIntVariable("idem_gate.max_key_length",
-							"Longest accepted key or workflow name, in characters.",
-							"Longer values are refused with SQLSTATE 22023; derive a shorter key with idem_hash().",
-							&idem_max_key_length,
-							255,
-							1,
-							1000,
-							PGC_SUSET,
-							0,
-							NULL, NULL, NULL);
+	ig_call_define_settings();
+	ig_store_define_settings();
+	idem_janitor_define_settings();
+	idem_acl_define_settings();
 
-	/*
-	 * The janitor's settings.  janitor_run() uses them without preloading,
-	 * and a superuser may SET them for a one-off pass; the worker re-reads
-	 * them from the configuration on SIGHUP.
-	 */
-	DefineCustomIntVariable("idem_gate.retention",
-							"How long completed claims are kept.",
-							"Keep keys longer than any sender retries: Stripe retries for 3 days.",
-							&idem_retention,
-							30 * SECS_PER_DAY, 1, INT_MAX,
-							PGC_SUSET, GUC_UNIT_S,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("idem_gate.failed_retention",
-							"How long failed_retryable claims are kept.",
-							NULL,
-							&idem_failed_retention,
-							7 * SECS_PER_DAY, 1, INT_MAX,
-							PGC_SUSET, GUC_UNIT_S,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("idem_gate.stuck_after",
-							"Age after which a claim still processing raises an alert.",
-							"Measured from the claim's last heartbeat (updated_at).",
-							&idem_stuck_after,
-							15 * SECS_PER_MINUTE, 1, INT_MAX,
-							PGC_SUSET, GUC_UNIT_S,
-							NULL, NULL, NULL);
-	DefineCustomEnumVariable("idem_gate.stuck_action",
-							 "What the janitor does with a stuck claim: alert, or alert and move it to needs_review.",
-							 NULL,
-							 &idem_stuck_action,
-							 IDEM_STUCK_ALERT, ig_stuck_action_options,
-							 PGC_SUSET, 0,
-							 NULL, NULL, NULL);
-	DefineCustomIntVariable("idem_gate.batch_size",
-							"Rows the janitor handles per transaction.",
-							NULL,
-							&idem_batch_size,
-							1000, 1, 1000000,
-							PGC_SUSET, 0,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("idem_gate.batch_delay",
-							"Pause of the background worker after each batch of a pass while the gate is in use.",
-							"While claims are being made the worker works in batches of a tenth of idem_gate.batch_size and pauses this long after each, so that claims keep their latency; with no claims it does not pause. 0 never pauses.",
-							&idem_batch_delay,
-							5, 0, 10000,
-							PGC_SIGHUP, GUC_UNIT_MS,
-							NULL, NULL, NULL);
 	DefineCustomIntVariable("idem_gate.naptime",
 							"Time between janitor passes.",
 							NULL,

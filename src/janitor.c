@@ -1,50 +1,168 @@
 /*-------------------------------------------------------------------------
  *
  * janitor.c
- *	  One janitor pass: retention and stuck-claim alerts.
+ *	  One janitor pass: retention, receipt clearing, stuck-claim alerts and
+ *	  the pruning of the audit trail.
  *
  * A pass deletes completed rows older than their retention and
- * failed_retryable rows older than theirs (never needs_review rows), and
+ * failed_retryable rows older than theirs (never needs_review rows), clears
+ * the receipts of completed rows older than their receipt retention, and
  * raises one alert per claim stuck in processing: a NOTIFY on channel
  * idem_gate_alert with a JSON payload, one WARNING line per pass, a
  * counter; with idem_gate.stuck_action = 'review' the claim also moves to
- * needs_review.  Per-workflow values in idem_gate.policies override the
- * settings.
+ * needs_review, recorded in idem_gate.audit.  Per-workflow values in
+ * idem_gate.policies override the settings; every interval is a duration
+ * of fixed length.
  *
- * Work is done in batches of idem_gate.batch_size rows, each found through
- * the (state, updated_at) index and locked with SKIP LOCKED, so a pass never
- * waits for a claim and costs what expires plus what is processing, not
- * the size of the table.  The background worker runs each batch in its own
- * transaction; idem_gate.janitor_run() runs the same code in the caller's
- * transaction.
+ * Each step walks the workflows that have rows in its state, one index
+ * range of (state, workflow, updated_at) each, so a pass costs what
+ * expires (and what is processing) per workflow, not the size of the table
+ * nor the other workflows' rows.  Within a workflow, rows are taken in
+ * batches of idem_gate.batch_size in updated_at order, each batch resuming
+ * where the last stopped.  The background worker runs each batch in its
+ * own transaction; idem_gate.janitor_run() runs the same code in the
+ * caller's transaction.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/async.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "idem_gate.h"
+#include "audit.h"
+#include "call.h"
 #include "janitor.h"
 #include "stats.h"
+#include "store.h"
 
-/* Settings (idem_gate.c) */
+/* Settings, in seconds where they are times */
 int			idem_retention = 30 * SECS_PER_DAY;
 int			idem_failed_retention = 7 * SECS_PER_DAY;
+int			idem_receipt_retention = 0; /* 0: as long as the row */
+int			idem_audit_retention = 400 * SECS_PER_DAY;
 int			idem_stuck_after = 15 * SECS_PER_MINUTE;
 int			idem_stuck_action = IDEM_STUCK_ALERT;
 int			idem_batch_size = 1000;
 int			idem_batch_delay = 5;
+
+static const struct config_enum_entry ig_stuck_action_options[] = {
+	{"alert", IDEM_STUCK_ALERT, false},
+	{"review", IDEM_STUCK_REVIEW, false},
+	{NULL, 0, false}
+};
+
+/* A receipt retention must be shorter than the retention of its rows. */
+static bool
+ig_check_receipt_retention(int *newval, void **extra, GucSource source)
+{
+	if (*newval != 0 && *newval >= idem_retention)
+	{
+		GUC_check_errdetail("idem_gate.receipt_retention (%d s) must be shorter than idem_gate.retention (%d s): a receipt never outlives its row.",
+							*newval, idem_retention);
+		return false;
+	}
+	return true;
+}
+
+/* The retention must stay longer than the receipt retention. */
+static bool
+ig_check_retention(int *newval, void **extra, GucSource source)
+{
+	if (idem_receipt_retention != 0 && *newval <= idem_receipt_retention)
+	{
+		GUC_check_errdetail("idem_gate.retention (%d s) must be longer than idem_gate.receipt_retention (%d s).",
+							*newval, idem_receipt_retention);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The janitor's settings.  janitor_run() uses them without preloading, and
+ * a superuser may SET them for a one-off pass; the worker re-reads them
+ * from the configuration on SIGHUP.  Times are whole seconds: durations
+ * of fixed length.
+ */
+void
+idem_janitor_define_settings(void)
+{
+	DefineCustomIntVariable("idem_gate.retention",
+							"How long completed claims are kept.",
+							"Keep keys longer than any sender retries: Stripe retries for 3 days.",
+							&idem_retention,
+							30 * SECS_PER_DAY, 1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S,
+							ig_check_retention, NULL, NULL);
+	DefineCustomIntVariable("idem_gate.failed_retention",
+							"How long failed_retryable claims are kept.",
+							NULL,
+							&idem_failed_retention,
+							7 * SECS_PER_DAY, 1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("idem_gate.stuck_after",
+							"Age after which a claim still processing raises an alert.",
+							"Measured from the claim's last heartbeat (updated_at).",
+							&idem_stuck_after,
+							15 * SECS_PER_MINUTE, 1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomEnumVariable("idem_gate.stuck_action",
+							 "What the janitor does with a stuck claim: alert, or alert and move it to needs_review.",
+							 NULL,
+							 &idem_stuck_action,
+							 IDEM_STUCK_ALERT, ig_stuck_action_options,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("idem_gate.batch_size",
+							"Rows the janitor handles per transaction.",
+							NULL,
+							&idem_batch_size,
+							1000, 1, 1000000,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("idem_gate.batch_delay",
+							"Pause of the background worker after each batch of a pass while the gate is in use.",
+							"While claims are being made the worker works in batches of a tenth of idem_gate.batch_size and pauses this long after each, so that claims keep their latency; with no claims it does not pause. 0 never pauses.",
+							&idem_batch_delay,
+							5, 0, 10000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("idem_gate.receipt_retention",
+							"How long completed claims keep their receipt; 0 keeps it as long as the row.",
+							"Receipts may hold personal data: the janitor clears them after this, and keeps the key until idem_gate.retention, so a late redelivery is still answered completed. Must be shorter than idem_gate.retention.",
+							&idem_receipt_retention,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S,
+							ig_check_receipt_retention, NULL, NULL);
+	DefineCustomIntVariable("idem_gate.audit_retention",
+							"How long the janitor keeps the rows of idem_gate.audit.",
+							NULL,
+							&idem_audit_retention,
+							400 * SECS_PER_DAY, 1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S,
+							NULL, NULL, NULL);
+}
 
 /* while the gate is in use, batches are this many times smaller */
 #define IG_BUSY_BATCH_DIVISOR	10
@@ -53,130 +171,231 @@ int			idem_batch_delay = 5;
 #define IG_ALERT_EXAMPLES	3
 
 /*
- * The deletion batches.  Rows are taken in updated_at order through the
- * (state, updated_at) index, starting where the previous batch of the pass
- * stopped ($3), so a pass reads each expired index entry once.  The first
- * bound (LEAST of the setting and every policy) limits the range scan; the
- * second applies each row's own policy.
- *
- * failed_retryable rows are locked with SKIP LOCKED: a claim retrying one
- * holds its lock, and the janitor must not wait for it.  Completed rows are
- * final and nothing else locks them, so they are deleted without a separate
- * lock step, which would double the WAL written per row.
+ * Bytes of a key or workflow in an alert's payload.  NOTIFY refuses a
+ * payload of about 8,000 bytes or more, and escaping can make a string six
+ * times longer: two strings of this size, escaped, always fit.
  */
-#define IG_DELETE_SQL(state, column, lock) \
-	"WITH del AS (" \
-	" DELETE FROM idem_gate.claims d WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(" \
-	"  SELECT c.ctid FROM idem_gate.claims c" \
-	"  LEFT JOIN idem_gate.policies p ON p.workflow OPERATOR(pg_catalog.=) c.workflow" \
-	"  WHERE c.state OPERATOR(pg_catalog.=) '" state "'::idem_gate.state" \
-	"  AND c.updated_at OPERATOR(pg_catalog.>=) $3" \
-	"  AND c.updated_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-)" \
-	"    LEAST($1, (SELECT pg_catalog.min(q." column ") FROM idem_gate.policies q)))" \
-	"  AND c.updated_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-)" \
-	"    COALESCE(p." column ", $1))" \
-	"  ORDER BY c.updated_at LIMIT $2" lock "))" \
-	" AND d.state OPERATOR(pg_catalog.=) '" state "'::idem_gate.state" \
-	" RETURNING d.updated_at)" \
-	"SELECT pg_catalog.count(*), pg_catalog.max(updated_at) FROM del"
+#define IG_PAYLOAD_NAME_BYTES	500
 
-static const char *const ig_delete_completed_sql =
-IG_DELETE_SQL("completed", "retention", "");
-static const char *const ig_delete_failed_sql =
-IG_DELETE_SQL("failed_retryable", "failed_retention", " FOR UPDATE OF c SKIP LOCKED");
-
-static const char *const ig_stuck_sql =
-"WITH stuck AS ("
-" SELECT c.ctid AS tid, pg_catalog.now() OPERATOR(pg_catalog.-) c.updated_at AS age"
-" FROM idem_gate.claims c"
-" LEFT JOIN idem_gate.policies p ON p.workflow OPERATOR(pg_catalog.=) c.workflow"
-" WHERE c.state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state"
-" AND c.updated_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-)"
-"   LEAST($1, (SELECT pg_catalog.min(q.stuck_after) FROM idem_gate.policies q)))"
-" AND c.updated_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-)"
-"   COALESCE(p.stuck_after, $1))"
-" AND (c.alerted_token IS NULL OR c.alerted_token OPERATOR(pg_catalog.<>) c.token)"
-" ORDER BY c.updated_at LIMIT $2 FOR UPDATE OF c SKIP LOCKED),"
-" done AS ("
-" UPDATE idem_gate.claims c SET alerted_token = c.token,"
-" state = CASE WHEN $3 THEN 'needs_review'::idem_gate.state ELSE c.state END,"
-" last_error = CASE WHEN $3"
-"   THEN 'stuck in processing for ' OPERATOR(pg_catalog.||) s.age::text"
-"   ELSE c.last_error END,"
-" updated_at = CASE WHEN $3 THEN GREATEST(pg_catalog.now(), c.updated_at)"
-"   ELSE c.updated_at END"
-" FROM stuck s WHERE c.ctid OPERATOR(pg_catalog.=) s.tid"
-" RETURNING c.workflow, c.key, c.token, c.attempt, c.claimed_at, s.age)"
-"SELECT workflow, key, token, age::text,"
-" pg_catalog.pg_notify('idem_gate_alert', pg_catalog.json_build_object("
-"   'workflow', workflow, 'key', key, 'token', token, 'attempt', attempt,"
-"   'claimed_at', claimed_at, 'age', age,"
-"   'action', CASE WHEN $3 THEN 'needs_review' ELSE 'alert' END)::text)"
-" FROM done";
-
-typedef enum IgJanitorPlan
+/* The steps of a pass, each over the rows of one state. */
+typedef enum IgStep
 {
-	IG_JPLAN_DELETE_COMPLETED,
-	IG_JPLAN_DELETE_FAILED,
-	IG_JPLAN_STUCK,
-	IG_NUM_JPLANS
-} IgJanitorPlan;
+	IG_STEP_DELETE_COMPLETED,
+	IG_STEP_DELETE_FAILED,
+	IG_STEP_CLEAR_RECEIPTS,
+	IG_STEP_STUCK,
+	IG_NUM_STEPS
+} IgStep;
 
-static SPIPlanPtr ig_jplans[IG_NUM_JPLANS];
+static const char *const ig_step_states[IG_NUM_STEPS] = {
+	"completed", "failed_retryable", "completed", "processing"
+};
+
+/* A policy row: each interval in seconds, or < 0 for "use the setting". */
+typedef struct IgPolicy
+{
+	char	   *workflow;
+	double		secs[IG_NUM_STEPS];
+} IgPolicy;
+
+/* Where the receipts of a workflow were cleared up to. */
+typedef struct IgWatermark
+{
+	char	   *workflow;
+	TimestampTz upto;
+} IgWatermark;
+
+/* Where a step's next batch resumes: after this (updated_at, token). */
+typedef struct IgCursor
+{
+	TimestampTz at;
+	int64		token;
+} IgCursor;
 
 /* A pass in progress. */
 typedef struct IgPass
 {
 	bool		own_transactions;	/* the worker: one transaction per batch */
+	bool		v11;			/* the catalog has 1.1's objects */
 	MemoryContext cxt;			/* survives the batches' transactions */
 	IgJanitorCounts *counts;
-	TimestampTz cursor;			/* deletions resume from here */
+	int64		receipts_cleared;
+	IgPolicy   *policies;
+	int			npolicies;
+	List	   *watermarks;		/* receipts cleared, per workflow */
 	char	   *examples[IG_ALERT_EXAMPLES];
+	uint64		calls;			/* gate calls seen at the last batch */
+	int			limit;			/* rows per batch now */
 } IgPass;
 
-/* A number of seconds as an interval. */
-static Datum
-ig_seconds_interval(int seconds)
+/* The prepared statements, per catalog version. */
+typedef enum IgJPlan
 {
-	Interval   *iv = palloc0(sizeof(Interval));
+	IG_JPLAN_NEXT_WF,			/* + IgStep: one per step */
+	IG_JPLAN_BATCH = IG_NUM_STEPS,	/* + IgStep */
+	IG_JPLAN_POLICIES = 2 * IG_NUM_STEPS,
+	IG_JPLAN_WATERMARK,
+	IG_JPLAN_PRUNE_AUDIT,
+	IG_NUM_JPLANS
+} IgJPlan;
 
-	iv->time = (int64) seconds * USECS_PER_SEC;
-	return IntervalPGetDatum(iv);
+static SPIPlanPtr ig_jplans[2][IG_NUM_JPLANS];
+
+/*
+ * One workflow's rows of a state, after the cursor ($2, $7) in
+ * (updated_at, token) order and before the cutoff $3.  Tokens are unique,
+ * so the order is total and a batch resumes exactly after the last.
+ */
+#define IG_RANGE \
+	" WHERE c.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state" \
+	" AND c.workflow OPERATOR(pg_catalog.=) $1" \
+	" AND (c.updated_at, c.token) OPERATOR(pg_catalog.>) ($2, $7)" \
+	" AND c.updated_at OPERATOR(pg_catalog.<) $3"
+#define IG_ORDER " ORDER BY c.updated_at, c.token"
+
+/*
+ * A batch's answer: the rows it touched and the last of them in
+ * (updated_at, token) order, where the next batch resumes.
+ */
+#define IG_LAST(cte) \
+	"SELECT (SELECT pg_catalog.count(*) FROM " cte "), l.updated_at, l.token" \
+	" FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT x.updated_at, x.token FROM " cte " x" \
+	"  ORDER BY x.updated_at DESC, x.token DESC LIMIT 1) l ON true"
+
+/*
+ * The deletion batches.  failed_retryable rows are locked with SKIP
+ * LOCKED: a claim retrying one holds its lock, and the janitor must not
+ * wait for it.  Completed rows are final and only a release locks them,
+ * so they are deleted without a separate lock step, which would double
+ * the WAL written per row.
+ */
+static const char *const ig_delete_sql =
+"WITH del AS ("
+" DELETE FROM idem_gate.claims d WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+"  SELECT c.ctid FROM idem_gate.claims c" IG_RANGE IG_ORDER
+"  LIMIT $4%s))"
+" AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
+" AND d.workflow OPERATOR(pg_catalog.=) $1"
+" RETURNING d.updated_at, d.token)"
+IG_LAST("del");
+
+static const char *const ig_clear_sql =
+"WITH upd AS ("
+" UPDATE idem_gate.claims d SET result = NULL"
+" WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+"  SELECT c.ctid FROM idem_gate.claims c" IG_RANGE
+"  AND c.result IS NOT NULL" IG_ORDER
+"  LIMIT $4 FOR UPDATE OF c SKIP LOCKED))"
+" AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
+" RETURNING d.updated_at, d.token)"
+IG_LAST("upd");
+
+/*
+ * The stuck claims of one workflow not yet alerted under their token; with
+ * $6 (stuck_action = review) they move to needs_review, and on a 1.1
+ * catalog each move is recorded in the audit trail.
+ */
+static const char *const ig_stuck_sql =
+"WITH stuck AS ("
+" SELECT c.ctid AS tid, c.updated_at AS upd, $5 OPERATOR(pg_catalog.-) c.updated_at AS age"
+" FROM idem_gate.claims c" IG_RANGE
+" AND (c.alerted_token IS NULL OR c.alerted_token OPERATOR(pg_catalog.<>) c.token)"
+IG_ORDER " LIMIT $4 FOR UPDATE OF c SKIP LOCKED),"
+" done AS ("
+" UPDATE idem_gate.claims c SET alerted_token = c.token,"
+" state = CASE WHEN $6 THEN 'needs_review'::idem_gate.state ELSE c.state END,"
+" last_error = CASE WHEN $6"
+"   THEN 'stuck in processing for ' OPERATOR(pg_catalog.||) s.age::pg_catalog.text"
+"   ELSE c.last_error END,"
+" updated_at = CASE WHEN $6 THEN GREATEST($5, c.updated_at) ELSE c.updated_at END"
+" FROM stuck s WHERE c.ctid OPERATOR(pg_catalog.=) s.tid"
+" RETURNING c.workflow, c.key, c.token, c.attempt, c.claimed_at, s.age, s.upd, c.last_error)%s"
+"SELECT workflow, key, token, attempt, claimed_at, age::pg_catalog.text, upd FROM done"
+" ORDER BY upd, token";
+
+static const char *const ig_escalate_audit_sql =
+", aud AS ("
+" INSERT INTO idem_gate.audit (at, session_role, acting_role, action, workflow,"
+"  key, state_before, state_after, token, reason)"
+" SELECT $5, SESSION_USER, CURRENT_USER, 'escalate', d.workflow, d.key,"
+"  'processing', 'needs_review', d.token, d.last_error"
+" FROM done d WHERE $6)";
+
+/*
+ * Argument types of the batch statements: workflow, cursor time, cutoff,
+ * limit, now, review, cursor token
+ */
+static Oid	ig_batch_argtypes[7] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	INT4OID, TIMESTAMPTZOID, BOOLOID, INT8OID};
+
+/* The SQL of plan id on a catalog of version v11 or not. */
+static char *
+ig_jplan_sql(IgJPlan id, bool v11, int *nargs, Oid **argtypes)
+{
+	static Oid	text_type[2] = {TEXTOID, INT4OID};
+	static Oid	prune_types[2] = {TIMESTAMPTZOID, INT4OID};
+	static Oid	watermark_types[2] = {TEXTOID, TIMESTAMPTZOID};
+
+	*argtypes = ig_batch_argtypes;
+	if (id < IG_JPLAN_BATCH)
+	{
+		*nargs = 1;
+		*argtypes = text_type;
+		return psprintf("SELECT c.workflow FROM idem_gate.claims c"
+						" WHERE c.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
+						" AND c.workflow OPERATOR(pg_catalog.>) $1"
+						" ORDER BY c.workflow LIMIT 1",
+						ig_step_states[id]);
+	}
+	*nargs = 7;
+	switch ((int) id)
+	{
+		case IG_JPLAN_BATCH + IG_STEP_DELETE_COMPLETED:
+			return psprintf(ig_delete_sql, "completed", "", "completed");
+		case IG_JPLAN_BATCH + IG_STEP_DELETE_FAILED:
+			return psprintf(ig_delete_sql, "failed_retryable",
+							" FOR UPDATE OF c SKIP LOCKED", "failed_retryable");
+		case IG_JPLAN_BATCH + IG_STEP_CLEAR_RECEIPTS:
+			return psprintf(ig_clear_sql, "completed", "completed");
+		case IG_JPLAN_BATCH + IG_STEP_STUCK:
+			return psprintf(ig_stuck_sql, "processing",
+							v11 ? ig_escalate_audit_sql : "");
+		case IG_JPLAN_POLICIES:
+			*nargs = 0;
+			return psprintf("SELECT p.workflow,"
+							" pg_catalog.date_part('epoch', p.retention),"
+							" pg_catalog.date_part('epoch', p.failed_retention),"
+							" %s, pg_catalog.date_part('epoch', p.stuck_after)"
+							" FROM idem_gate.policies p",
+							v11 ? "pg_catalog.date_part('epoch', p.receipt_retention)" : "NULL::float8");
+		case IG_JPLAN_WATERMARK:
+			*nargs = 2;
+			*argtypes = watermark_types;
+			return pstrdup("INSERT INTO idem_gate.janitor_watermarks AS w"
+						   " (workflow, receipts_cleared_until) VALUES ($1, $2)"
+						   " ON CONFLICT (workflow) DO UPDATE"
+						   " SET receipts_cleared_until = GREATEST(w.receipts_cleared_until, $2)");
+		case IG_JPLAN_PRUNE_AUDIT:
+			*nargs = 2;
+			*argtypes = prune_types;
+			return pstrdup("WITH del AS (DELETE FROM idem_gate.audit a"
+						   " WHERE a.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+						   "  SELECT b.ctid FROM idem_gate.audit b"
+						   "  WHERE b.at OPERATOR(pg_catalog.<) $1 ORDER BY b.at LIMIT $2))"
+						   " RETURNING 1) SELECT pg_catalog.count(*) FROM del");
+		default:
+			elog(ERROR, "unknown janitor statement %d", id);
+	}
+	return NULL;				/* keep compiler quiet */
 }
 
 /*
- * Run one batch of plan id and return the rows it touched.  In the worker
- * the batch is a transaction of its own, committed at once and reported to
- * the statistics collector so that autovacuum sees the deletions.
+ * Start a unit of work: in the worker its own transaction.  SPI is
+ * connected either way.
  */
-static uint64
-ig_batch(IgPass *pass, IgJanitorPlan id, int limit)
+static void
+ig_unit_begin(IgPass *pass)
 {
-	Oid			argtypes[3] = {INTERVALOID, INT4OID, BOOLOID};
-	Datum		values[3];
-	bool		deleting = (id != IG_JPLAN_STUCK);
-	const char *text;
-	int			seconds;
-	uint64		n;
-
-	switch (id)
-	{
-		case IG_JPLAN_DELETE_COMPLETED:
-			text = ig_delete_completed_sql;
-			seconds = idem_retention;
-			break;
-		case IG_JPLAN_DELETE_FAILED:
-			text = ig_delete_failed_sql;
-			seconds = idem_failed_retention;
-			break;
-		default:
-			text = ig_stuck_sql;
-			seconds = idem_stuck_after;
-			break;
-	}
-	if (deleting)
-		argtypes[2] = TIMESTAMPTZOID;
-
 	if (pass->own_transactions)
 	{
 		SetCurrentStatementStartTimestamp();
@@ -186,74 +405,15 @@ ig_batch(IgPass *pass, IgJanitorPlan id, int limit)
 	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+}
 
-	/*
-	 * Generic plans from the first pass: their parameters never change the
-	 * best plan (an index range scan), and on a big table the plan cache
-	 * would otherwise keep planning every batch of an idle pass anew.
-	 */
-	if (ig_jplans[id] == NULL)
-	{
-		SPIPlanPtr	plan;
-
-		plan = SPI_prepare_cursor(text, 3, argtypes, CURSOR_OPT_GENERIC_PLAN);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-				 text, SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		ig_jplans[id] = plan;
-	}
-
-	values[0] = ig_seconds_interval(seconds);
-	values[1] = Int32GetDatum(limit);
-	if (deleting)
-		values[2] = TimestampTzGetDatum(pass->cursor);
-	else
-		values[2] = BoolGetDatum(idem_stuck_action == IDEM_STUCK_REVIEW);
-
-	if (SPI_execute_plan(ig_jplans[id], values, NULL, false, 0) < 0)
-		elog(ERROR, "idem_gate janitor query failed");
-	n = SPI_processed;
-
-	if (deleting)
-	{
-		bool		isnull;
-		Datum		last;
-
-		/* one row: count(*), max(updated_at) */
-		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 1, &isnull));
-		last = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-							 2, &isnull);
-		if (!isnull)
-			pass->cursor = DatumGetTimestampTz(last);
-	}
-
-	if (id == IG_JPLAN_STUCK)
-	{
-		MemoryContext old = MemoryContextSwitchTo(pass->cxt);
-
-		for (uint64 i = 0; i < n; i++)
-		{
-			int64		k = pass->counts->alerts + i;
-
-			if (k < IG_ALERT_EXAMPLES)
-			{
-				HeapTuple	tup = SPI_tuptable->vals[i];
-				TupleDesc	desc = SPI_tuptable->tupdesc;
-				char	   *wf = SPI_getvalue(tup, desc, 1);
-				char	   *key = SPI_getvalue(tup, desc, 2);
-
-				pass->examples[k] = psprintf("workflow \"%s\" key \"%s\" token %s stuck for %s",
-											 idem_display(wf), idem_display(key),
-											 SPI_getvalue(tup, desc, 3),
-											 SPI_getvalue(tup, desc, 4));
-			}
-		}
-		MemoryContextSwitchTo(old);
-	}
-
+/*
+ * End a unit of work: in the worker, commit and report the statistics, so
+ * that autovacuum sees the deletions.
+ */
+static void
+ig_unit_end(IgPass *pass)
+{
 	SPI_finish();
 	if (pass->own_transactions)
 	{
@@ -263,58 +423,432 @@ ig_batch(IgPass *pass, IgJanitorPlan id, int limit)
 		pgstat_report_activity(STATE_IDLE, NULL);
 		MemoryContextSwitchTo(pass->cxt);
 	}
+}
+
+/*
+ * Run plan id with values (prepared on first use, as a generic plan: the
+ * parameters never change the best plan, an index range scan).
+ */
+static void
+ig_jexec(IgPass *pass, IgJPlan id, Datum *values, const char *nulls)
+{
+	SPIPlanPtr *slot = &ig_jplans[pass->v11][id];
+
+	if (*slot == NULL)
+	{
+		int			nargs;
+		Oid		   *argtypes;
+		char	   *sql = ig_jplan_sql(id, pass->v11, &nargs, &argtypes);
+		SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes,
+											  CURSOR_OPT_GENERIC_PLAN);
+
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+				 sql, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		*slot = plan;
+	}
+	if (SPI_execute_plan(*slot, values, nulls, false, 0) < 0)
+		elog(ERROR, "idem_gate janitor query failed");
+}
+
+/* A float8 column of the last result, or -1 when NULL. */
+static double
+ig_jfloat(HeapTuple tup, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, SPI_tuptable->tupdesc, col, &isnull);
+
+	return isnull ? -1 : DatumGetFloat8(d);
+}
+
+/* Load the policies (and, on 1.1, the receipt watermarks) for a pass. */
+static void
+ig_load_policies(IgPass *pass)
+{
+	ig_unit_begin(pass);
+	ig_jexec(pass, IG_JPLAN_POLICIES, NULL, NULL);
+	{
+		MemoryContext old = MemoryContextSwitchTo(pass->cxt);
+
+		pass->npolicies = SPI_processed;
+		pass->policies = palloc0(sizeof(IgPolicy) * Max(pass->npolicies, 1));
+		for (int i = 0; i < pass->npolicies; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			IgPolicy   *p = &pass->policies[i];
+
+			p->workflow = SPI_getvalue(tup, SPI_tuptable->tupdesc, 1);
+			p->secs[IG_STEP_DELETE_COMPLETED] = ig_jfloat(tup, 2);
+			p->secs[IG_STEP_DELETE_FAILED] = ig_jfloat(tup, 3);
+			p->secs[IG_STEP_CLEAR_RECEIPTS] = ig_jfloat(tup, 4);
+			p->secs[IG_STEP_STUCK] = ig_jfloat(tup, 5);
+		}
+		MemoryContextSwitchTo(old);
+	}
+	if (pass->v11 &&
+		SPI_execute("SELECT w.workflow, w.receipts_cleared_until"
+					" FROM idem_gate.janitor_watermarks w", true, 0) == SPI_OK_SELECT)
+	{
+		MemoryContext old = MemoryContextSwitchTo(pass->cxt);
+
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			IgWatermark *w = palloc0(sizeof(IgWatermark));
+			bool		isnull;
+
+			w->workflow = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+			w->upto = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i],
+														SPI_tuptable->tupdesc, 2,
+														&isnull));
+			pass->watermarks = lappend(pass->watermarks, w);
+		}
+		MemoryContextSwitchTo(old);
+	}
+	ig_unit_end(pass);
+}
+
+/*
+ * The effective interval of a step for a workflow, in microseconds: its
+ * policy's, else the setting's; 0 means the step does nothing there.
+ */
+static int64
+ig_step_usecs(IgPass *pass, IgStep step, const char *workflow)
+{
+	static const int *const settings[IG_NUM_STEPS] = {
+		&idem_retention, &idem_failed_retention, &idem_receipt_retention,
+		&idem_stuck_after
+	};
+	double		secs = -1;
+	double		retention = -1;
+
+	for (int i = 0; i < pass->npolicies; i++)
+		if (strcmp(pass->policies[i].workflow, workflow) == 0)
+		{
+			secs = pass->policies[i].secs[step];
+			retention = pass->policies[i].secs[IG_STEP_DELETE_COMPLETED];
+			break;
+		}
+	if (secs < 0)
+		secs = *settings[step];
+	if (step == IG_STEP_CLEAR_RECEIPTS && secs > 0)
+	{
+		/* a receipt never outlives its row: keep within the retention */
+		if (retention < 0)
+			retention = idem_retention;
+		if (secs >= retention)
+			secs = 0;
+	}
+	return (int64) (secs * USECS_PER_SEC);
+}
+
+/* Where the receipts of a workflow were cleared up to, or DT_NOBEGIN. */
+static TimestampTz
+ig_watermark(IgPass *pass, const char *workflow)
+{
+	ListCell   *lc;
+
+	foreach(lc, pass->watermarks)
+	{
+		IgWatermark *w = lfirst(lc);
+
+		if (strcmp(w->workflow, workflow) == 0)
+			return w->upto;
+	}
+	return DT_NOBEGIN;
+}
+
+/*
+ * A key or workflow for a log line: cut, and with control characters
+ * shown as \xNN, so that a key cannot forge lines of the server log.
+ */
+static char *
+ig_log_display(const char *s)
+{
+	char	   *cut = idem_display(s);
+	StringInfoData out;
+
+	initStringInfo(&out);
+	for (const char *p = cut; *p; p++)
+	{
+		unsigned char c = (unsigned char) *p;
+
+		if (c < 0x20 || c == 0x7f || c == '\\')
+			appendStringInfo(&out, "\\x%02x", c);
+		else
+			appendStringInfoChar(&out, c);
+	}
+	return out.data;
+}
+
+/* A JSON string member of an alert's payload, cut to fit. */
+static void
+ig_payload_name(StringInfo buf, const char *member, const char *s)
+{
+	int			len = strlen(s);
+	int			cut = len;
+
+	if (len > IG_PAYLOAD_NAME_BYTES)
+		cut = pg_mbcliplen(s, len, IG_PAYLOAD_NAME_BYTES);
+	appendStringInfo(buf, "\"%s\":", member);
+	escape_json(buf, pnstrdup(s, cut));
+	if (cut < len)
+		appendStringInfo(buf, ",\"%s_truncated\":true", member);
+	appendStringInfoChar(buf, ',');
+}
+
+/*
+ * Raise the alerts of one stuck batch: a NOTIFY per claim, whose payload
+ * is built here and always fits, and the examples of the WARNING line.
+ */
+static void
+ig_alert_rows(IgPass *pass, bool review)
+{
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		char	   *wf = SPI_getvalue(tup, desc, 1);
+		char	   *key = SPI_getvalue(tup, desc, 2);
+		char	   *token = SPI_getvalue(tup, desc, 3);
+		char	   *age = SPI_getvalue(tup, desc, 6);
+		int64		k = pass->counts->alerts + i;
+		StringInfoData payload;
+
+		initStringInfo(&payload);
+		appendStringInfoChar(&payload, '{');
+		ig_payload_name(&payload, "workflow", wf);
+		ig_payload_name(&payload, "key", key);
+		appendStringInfo(&payload, "\"token\":%s,\"attempt\":%s,\"claimed_at\":",
+						 token, SPI_getvalue(tup, desc, 4));
+		escape_json(&payload, SPI_getvalue(tup, desc, 5));
+		appendStringInfoString(&payload, ",\"age\":");
+		escape_json(&payload, age);
+		appendStringInfo(&payload, ",\"action\":\"%s\"}",
+						 review ? "needs_review" : "alert");
+		Async_Notify("idem_gate_alert", payload.data);
+
+		if (k < IG_ALERT_EXAMPLES)
+		{
+			MemoryContext old = MemoryContextSwitchTo(pass->cxt);
+
+			pass->examples[k] = psprintf("workflow \"%s\" key \"%s\" token %s stuck for %s",
+										 ig_log_display(wf), ig_log_display(key),
+										 token, age);
+			MemoryContextSwitchTo(old);
+		}
+	}
+}
+
+/*
+ * Run one batch of step over workflow's rows after *cursor and before
+ * cutoff, and return the rows it touched; *cursor moves to the last of
+ * them in (updated_at, token) order.
+ */
+static uint64
+ig_batch(IgPass *pass, IgStep step, const char *workflow,
+		 IgCursor *cursor, TimestampTz cutoff, TimestampTz now)
+{
+	bool		review = (idem_stuck_action == IDEM_STUCK_REVIEW);
+	Datum		values[7];
+	uint64		n;
+	bool		isnull;
+	HeapTuple	last = NULL;
+	int			at_col = 2;
+	int			token_col = 3;
+
+	values[0] = CStringGetTextDatum(workflow);
+	values[1] = TimestampTzGetDatum(cursor->at);
+	values[2] = TimestampTzGetDatum(cutoff);
+	values[3] = Int32GetDatum(pass->limit);
+	values[4] = TimestampTzGetDatum(now);
+	values[5] = BoolGetDatum(review);
+	values[6] = Int64GetDatum(cursor->token);
+
+	ig_unit_begin(pass);
+	ig_jexec(pass, IG_JPLAN_BATCH + step, values, NULL);
+	if (step == IG_STEP_STUCK)
+	{
+		/* the alerted rows, in (updated_at, token) order */
+		n = SPI_processed;
+		if (n > 0)
+			last = SPI_tuptable->vals[n - 1];
+		at_col = 7;
+		token_col = 3;
+		ig_alert_rows(pass, review);
+	}
+	else
+	{
+		/* one row: count(*) and the last row's updated_at and token */
+		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 1, &isnull));
+		if (n > 0)
+			last = SPI_tuptable->vals[0];
+	}
+	if (last != NULL)
+	{
+		cursor->at = DatumGetTimestampTz(SPI_getbinval(last, SPI_tuptable->tupdesc,
+													   at_col, &isnull));
+		cursor->token = DatumGetInt64(SPI_getbinval(last, SPI_tuptable->tupdesc,
+													token_col, &isnull));
+	}
+	ig_unit_end(pass);
 	return n;
 }
 
 /*
- * Run batches of one kind until a batch comes back short.
- *
- * The worker yields to live traffic.  While the gate's functions are being
- * called (its shared counters moved since the previous batch), it works in
- * batches of a tenth of idem_gate.batch_size with a pause of
- * idem_gate.batch_delay after each: a claim then never waits behind more
- * than a short burst of deletions, which is what sets its p99.  With no
- * traffic it runs full batches back to back.  idem_gate.janitor_run() runs
- * in its caller's transaction and never pauses.
+ * Between two full batches, the worker yields to live traffic.  While the
+ * gate's functions are being called (its shared counters moved since the
+ * previous batch), it works in batches of a tenth of idem_gate.batch_size
+ * with a pause of idem_gate.batch_delay after each: a claim then never
+ * waits behind more than a short burst of deletions, which is what sets
+ * its p99.  With no traffic it runs full batches back to back.
+ * idem_gate.janitor_run() runs in its caller's transaction and never
+ * pauses.
+ */
+static void
+ig_yield(IgPass *pass)
+{
+	uint64		calls_now;
+
+	if (!pass->own_transactions || idem_batch_delay == 0)
+		return;
+	calls_now = idem_stats_gate_calls();
+	if (calls_now == pass->calls)
+	{
+		pass->limit = idem_batch_size;
+		return;
+	}
+	pass->calls = calls_now;
+	pass->limit = Max(1, idem_batch_size / IG_BUSY_BATCH_DIVISOR);
+	/* SIGTERM still ends the wait at once */
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 idem_batch_delay, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+}
+
+/* The next workflow after prev with rows in step's state, or NULL. */
+static char *
+ig_next_workflow(IgPass *pass, IgStep step, const char *prev)
+{
+	Datum		value = CStringGetTextDatum(prev);
+	char	   *wf = NULL;
+
+	ig_unit_begin(pass);
+	ig_jexec(pass, IG_JPLAN_NEXT_WF + step, &value, NULL);
+	if (SPI_processed == 1)
+	{
+		MemoryContext old = MemoryContextSwitchTo(pass->cxt);
+
+		wf = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		MemoryContextSwitchTo(old);
+	}
+	ig_unit_end(pass);
+	return wf;
+}
+
+/*
+ * Remember that the receipts of workflow are cleared up to upto, so the
+ * next pass starts there and does not walk rows it already cleared.
+ */
+static void
+ig_save_watermark(IgPass *pass, const char *workflow, TimestampTz upto)
+{
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(workflow);
+	values[1] = TimestampTzGetDatum(upto);
+	ig_unit_begin(pass);
+	ig_jexec(pass, IG_JPLAN_WATERMARK, values, NULL);
+	ig_unit_end(pass);
+}
+
+/*
+ * One step over every workflow with rows in its state.  Returns the rows
+ * it touched.
  */
 static uint64
-ig_batches(IgPass *pass, IgJanitorPlan id)
+ig_step(IgPass *pass, IgStep step)
 {
 	uint64		total = 0;
-	uint64		n;
-	int			limit = idem_batch_size;
-	uint64		calls = idem_stats_gate_calls();
+	char	   *wf = pstrdup("");
 
-	pass->cursor = DT_NOBEGIN;
-	for (;;)
+	while ((wf = ig_next_workflow(pass, step, wf)) != NULL)
 	{
-		uint64		calls_now;
+		int64		usecs = ig_step_usecs(pass, step, wf);
+		TimestampTz now = GetCurrentTimestamp();
+		TimestampTz cutoff = now - usecs;
+		IgCursor	cursor = {DT_NOBEGIN, 0};
+		uint64		n;
 
 		CHECK_FOR_INTERRUPTS();
-		n = ig_batch(pass, id, limit);
-		total += n;
-		if (id == IG_JPLAN_STUCK)
-			pass->counts->alerts += n;
-		if (n < (uint64) limit)
-			break;
-		if (!pass->own_transactions || idem_batch_delay == 0)
+		if (usecs <= 0)
 			continue;
-
-		calls_now = idem_stats_gate_calls();
-		if (calls_now == calls)
+		if (step == IG_STEP_CLEAR_RECEIPTS)
 		{
-			limit = idem_batch_size;
-			continue;
+			cursor.at = ig_watermark(pass, wf);
+			if (cursor.at >= cutoff)
+				continue;
 		}
-
-		calls = calls_now;
-		limit = Max(1, idem_batch_size / IG_BUSY_BATCH_DIVISOR);
-		/* SIGTERM still ends the wait at once */
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 idem_batch_delay, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		do
+		{
+			n = ig_batch(pass, step, wf, &cursor, cutoff, now);
+			total += n;
+			if (step == IG_STEP_STUCK)
+				pass->counts->alerts += n;
+			if (n >= (uint64) pass->limit)
+				ig_yield(pass);
+		} while (n >= (uint64) pass->limit);
+		if (step == IG_STEP_CLEAR_RECEIPTS)
+			ig_save_watermark(pass, wf, cutoff);
 	}
 	return total;
+}
+
+/* Drop audit rows older than idem_gate.audit_retention, in batches. */
+static void
+ig_prune_audit(IgPass *pass)
+{
+	Datum		values[2];
+	uint64		n;
+
+	values[0] = TimestampTzGetDatum(GetCurrentTimestamp() -
+									(int64) idem_audit_retention * USECS_PER_SEC);
+	do
+	{
+		bool		isnull;
+
+		values[1] = Int32GetDatum(pass->limit);
+		ig_unit_begin(pass);
+		ig_audit_allow_pruning(true);
+		PG_TRY();
+		{
+			ig_jexec(pass, IG_JPLAN_PRUNE_AUDIT, values, NULL);
+		}
+		PG_FINALLY();
+		{
+			ig_audit_allow_pruning(false);
+		}
+		PG_END_TRY();
+		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										SPI_tuptable->tupdesc, 1, &isnull));
+		ig_unit_end(pass);
+	} while (n >= (uint64) pass->limit);
+}
+
+/* Does this database hold idem_gate 1.1's objects? */
+static bool
+ig_catalog_is_1_1(IgPass *pass)
+{
+	bool		v11;
+
+	ig_unit_begin(pass);
+	v11 = OidIsValid(get_relname_relid("janitor_watermarks",
+									   get_namespace_oid("idem_gate", false)));
+	ig_unit_end(pass);
+	return v11;
 }
 
 /*
@@ -332,16 +866,24 @@ idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 	memset(&pass, 0, sizeof(pass));
 	pass.own_transactions = own_transactions;
 	pass.counts = counts;
+	pass.limit = idem_batch_size;
+	pass.calls = idem_stats_gate_calls();
 	pass.cxt = AllocSetContextCreate(own_transactions ? TopMemoryContext : caller,
 									 "idem_gate janitor pass",
 									 ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(pass.cxt);
 
-	counts->deleted_completed = ig_batches(&pass, IG_JPLAN_DELETE_COMPLETED);
-	counts->deleted_failed = ig_batches(&pass, IG_JPLAN_DELETE_FAILED);
-	ig_batches(&pass, IG_JPLAN_STUCK);
+	pass.v11 = ig_catalog_is_1_1(&pass);
+	ig_load_policies(&pass);
+	counts->deleted_completed = ig_step(&pass, IG_STEP_DELETE_COMPLETED);
+	counts->deleted_failed = ig_step(&pass, IG_STEP_DELETE_FAILED);
+	if (pass.v11)
+		pass.receipts_cleared = ig_step(&pass, IG_STEP_CLEAR_RECEIPTS);
+	ig_step(&pass, IG_STEP_STUCK);
 	if (idem_stuck_action == IDEM_STUCK_REVIEW)
 		counts->escalated = counts->alerts;
+	if (pass.v11)
+		ig_prune_audit(&pass);
 
 	if (counts->alerts > 0)
 	{
@@ -354,24 +896,26 @@ idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 			appendStringInfo(&detail, "; and " INT64_FORMAT " more",
 							 counts->alerts - IG_ALERT_EXAMPLES);
 		ereport(WARNING,
-				(errmsg("idem_gate: " INT64_FORMAT " claims stuck in processing%s",
-						counts->alerts,
-						idem_stuck_action == IDEM_STUCK_REVIEW ?
-						", moved to needs_review" : ""),
+				(errmsg_plural("idem_gate: " INT64_FORMAT " claim stuck in processing%s",
+							   "idem_gate: " INT64_FORMAT " claims stuck in processing%s",
+							   counts->alerts, counts->alerts,
+							   idem_stuck_action == IDEM_STUCK_REVIEW ?
+							   ", moved to needs_review" : ""),
 				 errdetail("%s.", detail.data),
 				 errhint("Their side effects may have half-happened: check them, then call idem_resolve() with 'completed' or 'retry'.")));
 	}
 
 	idem_stats_add(IG_STAT_DELETED_COMPLETED, counts->deleted_completed);
 	idem_stats_add(IG_STAT_DELETED_FAILED, counts->deleted_failed);
+	idem_stats_add(IG_STAT_RECEIPTS_CLEARED, pass.receipts_cleared);
 	idem_stats_add(IG_STAT_ALERTS, counts->alerts);
 	idem_stats_add(IG_STAT_ESCALATIONS, counts->escalated);
 	idem_stats_pass_done(start, GetCurrentTimestamp());
 
 	ereport(DEBUG1,
-			(errmsg("idem_gate janitor pass: deleted " INT64_FORMAT " completed and " INT64_FORMAT " failed rows, " INT64_FORMAT " stuck-claim alerts in %ld ms",
+			(errmsg("idem_gate janitor pass: deleted " INT64_FORMAT " completed and " INT64_FORMAT " failed rows, cleared " INT64_FORMAT " receipts, " INT64_FORMAT " stuck-claim alerts in %ld ms",
 					counts->deleted_completed, counts->deleted_failed,
-					counts->alerts,
+					pass.receipts_cleared, counts->alerts,
 					(long) ((GetCurrentTimestamp() - start) / 1000))));
 
 	MemoryContextSwitchTo(caller);
@@ -380,7 +924,8 @@ idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 
 /*
  * idem_gate.janitor_run(): one pass from SQL, in the caller's transaction,
- * acting as the function's owner like the API functions.
+ * acting as the function's owner like the API functions, and under the
+ * same guard for code a DBA attached to the table.
  */
 PG_FUNCTION_INFO_V1(idem_gate_janitor_run);
 
@@ -393,16 +938,21 @@ idem_gate_janitor_run(PG_FUNCTION_ARGS)
 	bool		nulls[5] = {false, false, false, false, false};
 	Oid			save_userid;
 	int			save_sec_context;
+	int			guc_level = 0;
 
 	PreventCommandIfReadOnly("idem_gate.janitor_run()");
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(idem_function_owner(fcinfo),
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
+	ig_call_act_as_owner(fcinfo, &save_userid, &save_sec_context);
+	if (ig_store_runs_user_code())
+	{
+		ig_call_guard_user_code(NULL, "code attached to idem_gate.claims");
+		guc_level = ig_call_pin_search_path();
+	}
 	idem_janitor_pass(&counts, false);
+	if (guc_level != 0)
+		AtEOXact_GUC(true, guc_level);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 
 	values[0] = Int64GetDatum(counts.deleted_completed + counts.deleted_failed);

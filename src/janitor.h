@@ -25,6 +25,8 @@ typedef struct IgJanitorCounts
 
 /* settings, in seconds where they are times */
 extern int	idem_retention;
+extern int	idem_receipt_retention;
+extern int	idem_audit_retention;
 extern int	idem_failed_retention;
 extern int	idem_stuck_after;
 extern int	idem_stuck_action;
@@ -34,6 +36,7 @@ extern int	idem_naptime;
 extern char *idem_database;
 extern char *idem_worker_role;
 
+extern void idem_janitor_define_settings(void);
 extern void idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions);
 extern void idem_worker_register(void);
 

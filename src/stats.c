@@ -137,13 +137,14 @@ idem_stats_pass_done(TimestampTz start, TimestampTz end)
 }
 
 /*
- * idem_gate.stats_counters(): one row of counters for the stats view, or
- * a row of NULLs with available = false when not preloaded.
+ * One row of counters for the stats view: available, the first ncounters
+ * counters, then last_pass_at, last_pass_ms and reset_at; a row of NULLs
+ * with available = false when not preloaded.  Each version of the view
+ * has its own number of counters (its own C symbol below), so that a
+ * database not yet updated keeps working with a newer library.
  */
-PG_FUNCTION_INFO_V1(idem_gate_stats_counters);
-
-Datum
-idem_gate_stats_counters(PG_FUNCTION_ARGS)
+static Datum
+ig_stats_counters(FunctionCallInfo fcinfo, int ncounters)
 {
 	TupleDesc	tupdesc;
 	Datum		values[IG_NUM_STATS + 4];
@@ -152,14 +153,14 @@ idem_gate_stats_counters(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	if (tupdesc->natts != IG_NUM_STATS + 4)
+	if (tupdesc->natts != ncounters + 4)
 		elog(ERROR, "idem_gate.stats_counters() has %d columns, expected %d",
-			 tupdesc->natts, IG_NUM_STATS + 4);
+			 tupdesc->natts, ncounters + 4);
 
 	memset(nulls, ig_shared == NULL, sizeof(nulls));
 	values[n] = BoolGetDatum(ig_shared != NULL);
 	nulls[n++] = false;
-	for (int i = 0; i < IG_NUM_STATS; i++)
+	for (int i = 0; i < ncounters; i++)
 		values[n++] = ig_shared ?
 			Int64GetDatum((int64) pg_atomic_read_u64(&ig_shared->counters[i])) : 0;
 	if (ig_shared)
@@ -174,9 +175,27 @@ idem_gate_stats_counters(PG_FUNCTION_ARGS)
 	}
 	else
 		n += 3;
-	Assert(n == IG_NUM_STATS + 4);
+	Assert(n == ncounters + 4);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* idem_gate.stats_counters() of version 1.0 */
+PG_FUNCTION_INFO_V1(idem_gate_stats_counters);
+
+Datum
+idem_gate_stats_counters(PG_FUNCTION_ARGS)
+{
+	return ig_stats_counters(fcinfo, IG_NUM_STATS_1_0);
+}
+
+/* idem_gate.stats_counters() of version 1.1: releases and what follows */
+PG_FUNCTION_INFO_V1(idem_gate_stats_counters_1_1);
+
+Datum
+idem_gate_stats_counters_1_1(PG_FUNCTION_ARGS)
+{
+	return ig_stats_counters(fcinfo, IG_NUM_STATS);
 }
 
 /*

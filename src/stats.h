@@ -33,8 +33,16 @@ typedef enum IgStat
 	IG_STAT_ALERTS,
 	IG_STAT_ESCALATIONS,
 	IG_STAT_PASSES,
+	/* 1.1 */
+	IG_STAT_RELEASES,
+	IG_STAT_RECEIPTS_CLEARED,
+	IG_STAT_MISMATCHES,
+	IG_STAT_SQL_FALLBACKS,
 	IG_NUM_STATS
 } IgStat;
+
+/* The counters idem_gate.stats_counters() shows in version 1.0 */
+#define IG_NUM_STATS_1_0	(IG_STAT_PASSES + 1)
 
 extern void idem_stats_request_shmem(void);
 extern void idem_stats_count(IgStat stat);

@@ -1,7 +1,7 @@
 -- The schema contract of idem_gate: types and labels, the claims table,
 -- keys, constraints, indexes, function signatures and privileges.
 BEGIN;
-SELECT plan(89);
+SELECT plan(137);
 
 -- schema and types
 SELECT has_schema('idem_gate');
@@ -18,7 +18,7 @@ SELECT has_table('idem_gate', 'claims', 'idem_gate.claims exists');
 SELECT columns_are('idem_gate', 'claims', ARRAY[
 	'workflow', 'key', 'state', 'attempt', 'token', 'execution_id',
 	'fingerprint', 'result', 'last_error', 'created_at', 'claimed_at',
-	'updated_at', 'completed_at', 'alerted_token']);
+	'updated_at', 'completed_at', 'alerted_token', 'token_issued']);
 SELECT col_type_is('idem_gate', 'claims', 'workflow', 'text', 'workflow is text');
 SELECT col_type_is('idem_gate', 'claims', 'key', 'text', 'key is text');
 SELECT col_type_is('idem_gate', 'claims', 'state', 'idem_gate', 'state', 'state is idem_gate.state');
@@ -34,12 +34,19 @@ SELECT col_type_is('idem_gate', 'claims', 'updated_at', 'timestamp with time zon
 SELECT col_type_is('idem_gate', 'claims', 'completed_at', 'timestamp with time zone', 'completed_at is timestamptz');
 SELECT col_not_null('idem_gate', 'claims', c, c || ' is NOT NULL')
   FROM unnest(ARRAY['workflow', 'key', 'state', 'attempt', 'token',
-	'created_at', 'claimed_at', 'updated_at']) c;
+	'created_at', 'claimed_at', 'updated_at', 'token_issued']) c;
+SELECT col_type_is('idem_gate', 'claims', 'token_issued', 'boolean', 'token_issued is boolean');
+SELECT col_default_is('idem_gate', 'claims', 'token_issued', 'false', 'rows claimed under 1.0 keep the 1.0 token rule');
 SELECT col_is_null('idem_gate', 'claims', c, c || ' is nullable')
   FROM unnest(ARRAY['execution_id', 'fingerprint', 'result', 'last_error', 'completed_at']) c;
 SELECT col_is_pk('idem_gate', 'claims', ARRAY['workflow', 'key'], 'the primary key is (workflow, key)');
-SELECT has_index('idem_gate', 'claims', 'claims_state_updated_at', ARRAY['state', 'updated_at'],
-	'the janitor and the alerter find rows by (state, updated_at)');
+SELECT has_index('idem_gate', 'claims', 'claims_state_workflow_updated_at',
+	ARRAY['state', 'workflow', 'updated_at'],
+	'the janitor and the alerter find rows by (state, workflow, updated_at)');
+SELECT hasnt_index('idem_gate', 'claims', 'claims_state_updated_at',
+	'1.0''s (state, updated_at) index is replaced');
+SELECT indexes_are('idem_gate', 'claims', ARRAY['claims_pkey', 'claims_state_workflow_updated_at'],
+	'two indexes on idem_gate.claims');
 SELECT bag_eq($$
 	SELECT conname::text FROM pg_constraint
 	 WHERE conrelid = 'idem_gate.claims'::regclass AND contype = 'c' $$,
@@ -91,8 +98,21 @@ SELECT has_function('public', 'idem_complete', ARRAY['text', 'text', 'bigint', '
 SELECT function_returns('public', 'idem_complete', ARRAY['text', 'text', 'bigint', 'jsonb'], 'boolean');
 SELECT has_function('public', 'idem_fail', ARRAY['text', 'text', 'bigint', 'text', 'boolean']);
 SELECT function_returns('public', 'idem_fail', ARRAY['text', 'text', 'bigint', 'text', 'boolean'], 'idem_gate.state');
-SELECT has_function('public', 'idem_resolve', ARRAY['text', 'text', 'text', 'jsonb']);
-SELECT function_returns('public', 'idem_resolve', ARRAY['text', 'text', 'text', 'jsonb'], 'idem_gate.state');
+SELECT has_function('public', 'idem_resolve', ARRAY['text', 'text', 'text', 'jsonb', 'text']);
+SELECT function_returns('public', 'idem_resolve', ARRAY['text', 'text', 'text', 'jsonb', 'text'], 'idem_gate.state');
+SELECT hasnt_function('public', 'idem_resolve', ARRAY['text', 'text', 'text', 'jsonb'],
+	'1.0''s idem_resolve is replaced, not overloaded');
+SELECT has_function('public', 'idem_claim_many', ARRAY['text[]', 'text', 'interval', 'text[]', 'text']);
+SELECT is(
+	(SELECT pg_get_function_arguments('public.idem_claim_many(text[],text,interval,text[],text)'::regprocedure)),
+	'keys text[], workflow text, stale_interval interval DEFAULT NULL::interval, fingerprints text[] DEFAULT NULL::text[], execution_id text DEFAULT NULL::text',
+	'idem_claim_many arguments and defaults');
+SELECT is(
+	(SELECT pg_get_function_result('public.idem_claim_many(text[],text,interval,text[],text)'::regprocedure)),
+	'TABLE(ord integer, key text, outcome idem_gate.outcome, token bigint, attempt integer, state idem_gate.state, result jsonb, claimed_at timestamp with time zone)',
+	'idem_claim_many result columns');
+SELECT has_function('public', 'idem_release', ARRAY['text', 'text', 'text']);
+SELECT function_returns('public', 'idem_release', ARRAY['text', 'text', 'text'], 'boolean');
 SELECT has_function('public', 'idem_status', ARRAY['text', 'text']);
 SELECT function_returns('public', 'idem_status', ARRAY['text', 'text'], 'setof idem_gate.claims');
 SELECT is(
@@ -109,7 +129,26 @@ SELECT has_view('idem_gate', 'stats', 'the stats view exists');
 SELECT has_table('idem_gate', 'policies', 'idem_gate.policies exists');
 SELECT col_is_pk('idem_gate', 'policies', 'workflow', 'one policy per workflow');
 SELECT col_type_is('idem_gate', 'policies', c, 'interval', c || ' is an interval')
-  FROM unnest(ARRAY['retention', 'failed_retention', 'stuck_after']) c;
+  FROM unnest(ARRAY['retention', 'failed_retention', 'stuck_after', 'receipt_retention']) c;
+SELECT has_view('idem_gate', 'workflow_stats', 'the per-workflow figures exist');
+SELECT columns_are('idem_gate', 'workflow_stats', ARRAY['workflow', 'rows_processing',
+	'rows_failed_retryable', 'rows_needs_review', 'rows_completed_estimate',
+	'oldest_processing_age', 'oldest_needs_review_age']);
+SELECT has_table('idem_gate', 'audit', 'the audit trail exists');
+SELECT columns_are('idem_gate', 'audit', ARRAY['id', 'at', 'session_role', 'acting_role',
+	'action', 'workflow', 'key', 'state_before', 'state_after', 'token', 'reason']);
+SELECT has_trigger('idem_gate', 'audit', 'audit_append_only', 'audit rows cannot be changed');
+SELECT has_trigger('idem_gate', 'audit', 'audit_no_truncate', 'the audit trail cannot be truncated');
+SELECT has_table('idem_gate', 'janitor_watermarks', 'the janitor''s receipt progress exists');
+SELECT has_table('idem_gate', 'workflow_acl', 'the per-workflow grants exist');
+SELECT col_is_pk('idem_gate', 'workflow_acl', ARRAY['role', 'pattern'], 'one grant per role and pattern');
+SELECT col_type_is('idem_gate', 'workflow_acl', 'role', 'regrole', 'grants name roles (dumped by name)');
+SELECT has_function('idem_gate', 'grant_workflow', ARRAY['name', 'text']);
+SELECT has_function('idem_gate', 'revoke_workflow', ARRAY['name', 'text']);
+SELECT set_eq($$SELECT c.relname::text FROM pg_extension e, unnest(e.extconfig) t(oid)
+	JOIN pg_class c ON c.oid = t.oid WHERE e.extname = 'idem_gate'$$,
+	ARRAY['claims', 'policies', 'token_seq', 'audit', 'audit_id_seq', 'workflow_acl'],
+	'pg_dump keeps the tables holding user state and the sequences');
 SELECT has_function('idem_gate', 'janitor_run', ARRAY[]::text[]);
 SELECT is(pg_get_function_result('idem_gate.janitor_run()'::regprocedure),
 	'record', 'janitor_run returns one row');
@@ -126,9 +165,20 @@ SELECT is(has_function_privilege('public', f, 'EXECUTE'), false, f || ' is not e
 	'public.idem_heartbeat(text,text,bigint)',
 	'public.idem_complete(text,text,bigint,jsonb)',
 	'public.idem_fail(text,text,bigint,text,boolean)',
-	'public.idem_resolve(text,text,text,jsonb)',
+	'public.idem_resolve(text,text,text,jsonb,text)',
+	'public.idem_claim_many(text[],text,interval,text[],text)',
+	'public.idem_release(text,text,text)',
 	'public.idem_status(text,text)',
-	'idem_gate.stats_reset()']) f;
+	'idem_gate.stats_reset()',
+	'idem_gate.stats_counters()',
+	'idem_gate.audit_guard()',
+	'idem_gate.grant_workflow(name,text)',
+	'idem_gate.revoke_workflow(name,text)',
+	'idem_gate.workflow_acl_changed()']) f;
+SELECT is(has_table_privilege('public', t, p), false, 'PUBLIC has no ' || p || ' on ' || t)
+  FROM unnest(ARRAY['idem_gate.audit', 'idem_gate.janitor_watermarks', 'idem_gate.workflow_stats',
+	'idem_gate.workflow_acl']) t,
+	   unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) p;
 SELECT is(has_table_privilege('public', 'idem_gate.claims', p), false, 'PUBLIC has no ' || p || ' on idem_gate.claims')
   FROM unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) p;
 SELECT is(has_sequence_privilege('public', 'idem_gate.token_seq', 'USAGE'), false,

@@ -145,3 +145,137 @@ BEGIN
 	END IF;
 END
 $$;
+
+/*
+ * Canonical JSON (RFC 8785, JCS): canonical.c, jcs_number.c, jcs_json.c.
+ * Pure functions of their arguments, executable by everyone.  See
+ * docs/canonical.md.
+ */
+CREATE FUNCTION @extschema@.idem_canonical(doc pg_catalog.jsonb,
+										   numbers pg_catalog.text DEFAULT 'safe')
+	RETURNS pg_catalog.text
+	AS 'MODULE_PATHNAME', 'idem_canonical_jsonb'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.idem_canonical(pg_catalog.jsonb, pg_catalog.text) IS
+	'RFC 8785 canonical form of a jsonb document; numbers => ''safe'' (default) or ''rfc''';
+
+CREATE FUNCTION @extschema@.idem_canonical(doc pg_catalog.json,
+										   numbers pg_catalog.text DEFAULT 'safe')
+	RETURNS pg_catalog.text
+	AS 'MODULE_PATHNAME', 'idem_canonical_json'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.idem_canonical(pg_catalog.json, pg_catalog.text) IS
+	'RFC 8785 canonical form of a json document (duplicate member names are refused); numbers => ''safe'' (default) or ''rfc''';
+
+CREATE FUNCTION @extschema@.idem_hash(doc pg_catalog.jsonb,
+									  numbers pg_catalog.text DEFAULT 'safe')
+	RETURNS pg_catalog.text
+	AS 'MODULE_PATHNAME', 'idem_hash_jsonb'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.idem_hash(pg_catalog.jsonb, pg_catalog.text) IS
+	'SHA-256 (64 lowercase hex digits) of the RFC 8785 canonical form of a jsonb document';
+
+CREATE FUNCTION @extschema@.idem_hash(doc pg_catalog.json,
+									  numbers pg_catalog.text DEFAULT 'safe')
+	RETURNS pg_catalog.text
+	AS 'MODULE_PATHNAME', 'idem_hash_json'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.idem_hash(pg_catalog.json, pg_catalog.text) IS
+	'SHA-256 (64 lowercase hex digits) of the RFC 8785 canonical form of a json document (duplicate member names are refused)';
+
+CREATE FUNCTION @extschema@.idem_hash(doc pg_catalog.jsonb,
+									  fields pg_catalog.text[],
+									  numbers pg_catalog.text DEFAULT 'safe')
+	RETURNS pg_catalog.text
+	AS 'MODULE_PATHNAME', 'idem_hash_fields'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@.idem_hash(pg_catalog.jsonb, pg_catalog.text[], pg_catalog.text) IS
+	'SHA-256 of the canonical object that maps each identity field (member name, or JSON pointer starting with /) to its value; a missing field is an error';
+
+/* idem_gate 1.0: retention, stuck-claim alerts, per-workflow policies */
+
+COMMENT ON COLUMN idem_gate.claims.alerted_token IS 'the token the janitor last raised a stuck alert for; a claim is alerted once per grant';
+
+/*
+ * Per-workflow overrides of idem_gate.retention, idem_gate.failed_retention
+ * and idem_gate.stuck_after: a NULL column means "use the setting".
+ */
+CREATE TABLE idem_gate.policies (
+	workflow			text PRIMARY KEY,
+	retention			interval,
+	failed_retention	interval,
+	stuck_after			interval,
+	CONSTRAINT policies_workflow_not_empty CHECK (workflow OPERATOR(pg_catalog.<>) ''),
+	CONSTRAINT policies_retention_positive CHECK (
+		retention OPERATOR(pg_catalog.>) '0'::interval),
+	CONSTRAINT policies_failed_retention_positive CHECK (
+		failed_retention OPERATOR(pg_catalog.>) '0'::interval),
+	CONSTRAINT policies_stuck_after_positive CHECK (
+		stuck_after OPERATOR(pg_catalog.>) '0'::interval),
+	CONSTRAINT policies_sets_something CHECK (
+		retention IS NOT NULL OR failed_retention IS NOT NULL OR stuck_after IS NOT NULL)
+);
+COMMENT ON TABLE idem_gate.policies IS 'per-workflow retention and stuck-claim thresholds; NULL columns fall back to the idem_gate.* settings';
+REVOKE ALL ON TABLE idem_gate.policies FROM PUBLIC;
+
+CREATE FUNCTION idem_gate.janitor_run(
+	OUT deleted bigint, OUT deleted_completed bigint, OUT deleted_failed bigint,
+	OUT alerts bigint, OUT escalated bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'idem_gate_janitor_run'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION idem_gate.janitor_run() IS 'one janitor pass in this transaction: retention deletes and stuck-claim alerts';
+REVOKE ALL ON FUNCTION idem_gate.janitor_run() FROM PUBLIC;
+
+/* idem_gate 1.0: counters and gauges */
+
+CREATE FUNCTION idem_gate.stats_counters(
+	OUT available boolean,
+	OUT claims_new bigint, OUT claims_in_flight bigint,
+	OUT claims_completed bigint, OUT claims_stale_taken bigint,
+	OUT claims_needs_review bigint,
+	OUT completions bigint, OUT fails_retryable bigint,
+	OUT fails_needs_review bigint, OUT resolves bigint,
+	OUT deleted_completed bigint, OUT deleted_failed bigint,
+	OUT alerts bigint, OUT escalations bigint, OUT janitor_passes bigint,
+	OUT last_pass_at timestamptz, OUT last_pass_ms double precision,
+	OUT reset_at timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'idem_gate_stats_counters'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION idem_gate.stats_counters() IS 'shared-memory counters since idem_gate.stats_reset(); available = false when idem_gate is not preloaded';
+
+CREATE FUNCTION idem_gate.stats_reset()
+RETURNS void
+AS 'MODULE_PATHNAME', 'idem_gate_stats_reset'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION idem_gate.stats_reset() IS 'set the idem_gate counters to zero';
+REVOKE ALL ON FUNCTION idem_gate.stats_reset() FROM PUBLIC;
+
+/*
+ * Counters, plus live gauges read from the table.  Rows that are not
+ * completed are counted exactly (each an index range scan of a normally
+ * small set); completed rows are estimated from the planner's statistics,
+ * so reading the view stays cheap on a table of millions of rows.
+ */
+CREATE VIEW idem_gate.stats AS
+SELECT s.*,
+	g.rows_processing, g.rows_failed_retryable, g.rows_needs_review,
+	GREATEST(0, (SELECT c.reltuples::bigint FROM pg_catalog.pg_class c
+				 WHERE c.oid OPERATOR(pg_catalog.=) 'idem_gate.claims'::pg_catalog.regclass)
+			 OPERATOR(pg_catalog.-) g.rows_processing
+			 OPERATOR(pg_catalog.-) g.rows_failed_retryable
+			 OPERATOR(pg_catalog.-) g.rows_needs_review) AS rows_completed_estimate,
+	pg_catalog.now() OPERATOR(pg_catalog.-) g.oldest_processing_at AS oldest_processing_age
+FROM idem_gate.stats_counters() s,
+	(SELECT
+		(SELECT pg_catalog.count(*) FROM idem_gate.claims
+		 WHERE state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state) AS rows_processing,
+		(SELECT pg_catalog.count(*) FROM idem_gate.claims
+		 WHERE state OPERATOR(pg_catalog.=) 'failed_retryable'::idem_gate.state) AS rows_failed_retryable,
+		(SELECT pg_catalog.count(*) FROM idem_gate.claims
+		 WHERE state OPERATOR(pg_catalog.=) 'needs_review'::idem_gate.state) AS rows_needs_review,
+		(SELECT pg_catalog.min(updated_at) FROM idem_gate.claims
+		 WHERE state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state) AS oldest_processing_at
+	) g;
+COMMENT ON VIEW idem_gate.stats IS 'idem_gate counters since the last reset, and live gauges of the claims table';

@@ -1,0 +1,130 @@
+/*-------------------------------------------------------------------------
+ *
+ * audit.c
+ *	  idem_gate.audit: one row per resolve, release and janitor escalation.
+ *
+ * Rows are written by the gate's functions in the caller's transaction, so
+ * a decision and its record commit or roll back together.  A trigger
+ * (idem_gate.audit_guard) refuses every change to the table except the
+ * janitor's pruning of rows older than idem_gate.audit_retention, which
+ * this file allows for the length of the janitor's statement.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "idem_gate.h"
+#include "audit.h"
+#include "store.h"
+
+static const char *const ig_audit_sql =
+"INSERT INTO idem_gate.audit (at, session_role, acting_role, action,"
+" workflow, key, state_before, state_after, token, reason)"
+" VALUES ($1, $2, $3, $4, $5, $6, $7::pg_catalog.text::idem_gate.state,"
+" $8::pg_catalog.text::idem_gate.state, $9, $10)";
+
+static SPIPlanPtr ig_audit_plan = NULL;
+static Oid	ig_audit_plan_relid = InvalidOid;
+
+/* The janitor is pruning old rows: the guard lets its deletes through. */
+static bool ig_audit_pruning = false;
+
+/*
+ * Allow or forbid the janitor's deletes; reset at the end of every
+ * statement that allowed them (the janitor calls it around its batch).
+ */
+void
+ig_audit_allow_pruning(bool allow)
+{
+	ig_audit_pruning = allow;
+}
+
+/*
+ * Record an operator's action on the claim of call.  The acting role is
+ * the caller's (the gate functions act as the extension's owner, but the
+ * decision is the caller's); the session role is who logged in.  A
+ * database still at 1.0 has no audit table and records nothing.
+ */
+void
+ig_audit_record(IgCall *call, const char *action, IgState before,
+				bool has_after, IgState after, int64 token, text *reason)
+{
+	Oid			relid = get_relname_relid("audit",
+										  get_namespace_oid("idem_gate", false));
+	Oid			argtypes[10] = {TIMESTAMPTZOID, NAMEOID, NAMEOID, TEXTOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TEXTOID};
+	Datum		values[10];
+	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	if (!OidIsValid(relid))
+		return;
+	if (!call->spi_connected)
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		call->spi_connected = true;
+	}
+	if (ig_audit_plan == NULL || ig_audit_plan_relid != relid)
+	{
+		SPIPlanPtr	plan = SPI_prepare(ig_audit_sql, 10, argtypes);
+
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not prepare the audit statement");
+		if (ig_audit_plan != NULL)
+			SPI_freeplan(ig_audit_plan);
+		ig_audit_plan = plan;
+		ig_audit_plan_relid = relid;
+	}
+
+	values[0] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[1] = DirectFunctionCall1(namein,
+									CStringGetDatum(GetUserNameFromId(GetSessionUserId(), false)));
+	values[2] = DirectFunctionCall1(namein,
+									CStringGetDatum(GetUserNameFromId(call->save_userid, false)));
+	values[3] = CStringGetTextDatum(action);
+	values[4] = call->workflow;
+	values[5] = call->key;
+	values[6] = CStringGetTextDatum(ig_state_names[before]);
+	values[7] = has_after ? CStringGetTextDatum(ig_state_names[after]) : (Datum) 0;
+	nulls[7] = has_after ? ' ' : 'n';
+	values[8] = Int64GetDatum(token);
+	values[9] = reason ? PointerGetDatum(reason) : (Datum) 0;
+	nulls[9] = reason ? ' ' : 'n';
+
+	if (SPI_execute_plan(ig_audit_plan, values, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record the audit row");
+}
+
+/*
+ * idem_gate.audit_guard(): the trigger that keeps the audit trail as it
+ * was written.  Only the janitor's pruning may delete rows.
+ */
+PG_FUNCTION_INFO_V1(idem_gate_audit_guard);
+
+Datum
+idem_gate_audit_guard(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("idem_gate.audit_guard() must be called as a trigger")));
+	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) && ig_audit_pruning)
+		return PointerGetDatum(trigdata->tg_trigtuple);
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("idem_gate.audit cannot be changed"),
+			 errdetail("The audit trail keeps every operator's decision as it was recorded; the janitor removes rows older than idem_gate.audit_retention."),
+			 errhint("Shorten idem_gate.audit_retention to keep less history.")));
+	PG_RETURN_NULL();
+}

@@ -1,0 +1,526 @@
+/*-------------------------------------------------------------------------
+ *
+ * call.c
+ *	  The frame of one API call: argument checks, acting as the extension's
+ *	  owner, the enum caches and the errors the gate functions raise.
+ *
+ * The gate functions act as the owner of the function called (normally
+ * the superuser who created the extension), the way referential-integrity
+ * triggers act as the table owner: clients need EXECUTE on the API, not
+ * privileges on the table, so no client can forge a completed row.  What
+ * runs with the owner's rights must never resolve a name the caller
+ * controls; ig_call_guard_user_code() is where that is enforced for code a
+ * DBA attached to the table.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_enum.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "common/int.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "idem_gate.h"
+#include "call.h"
+#include "store.h"
+
+const char *const ig_state_names[IG_NUM_STATES] = {
+	"processing", "completed", "failed_retryable", "needs_review"
+};
+
+static const char *const ig_outcome_names[IG_NUM_OUTCOMES] = {
+	"new", "in_flight", "completed", "stale_taken", "needs_review"
+};
+
+/*
+ * Longest key or workflow in bytes.  Two of them must fit in one btree
+ * entry of the primary key (about 2,700 bytes on 8 kB pages) whatever
+ * idem_gate.max_key_length says, or a long key of 4-byte characters would
+ * fail with an index error instead of ours.
+ */
+#define IG_MAX_NAME_BYTES	1300
+
+int			idem_max_key_length = 255;
+
+/*
+ * Enum label OIDs, looked up once per backend and again only if the type's
+ * OID changes (the extension was dropped and created again).
+ */
+typedef struct IgEnumCache
+{
+	Oid			typoid;
+	Oid			labels[IG_NUM_OUTCOMES];
+} IgEnumCache;
+
+static IgEnumCache ig_state_cache;
+static IgEnumCache ig_outcome_cache;
+
+/*
+ * Define idem_gate.max_key_length: the limit is the call frame's, checked
+ * for every key and workflow argument.
+ */
+void
+ig_call_define_settings(void)
+{
+	DefineCustomIntVariable("idem_gate.max_key_length",
+							"Longest accepted key or workflow name, in characters.",
+							"Longer values are refused with SQLSTATE 22023; derive a shorter key with idem_hash(). A key or workflow also takes at most 1300 bytes.",
+							&idem_max_key_length,
+							255,
+							1,
+							1000,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+}
+
+/*
+ * Make a value printable in a message: long keys are cut, so that an error
+ * about a 255-character key stays readable.
+ */
+char *
+idem_display(const char *s)
+{
+	int			len = strlen(s);
+	int			clip;
+
+	if (pg_mbstrlen_with_len(s, len) <= IDEM_DISPLAY_CHARS)
+		return pstrdup(s);
+	clip = pg_mbcharcliplen(s, len, IDEM_DISPLAY_CHARS - 3);
+	return psprintf("%.*s...", clip, s);
+}
+
+/*
+ * Check a key or workflow value: not empty, not longer than
+ * idem_gate.max_key_length characters nor IG_MAX_NAME_BYTES bytes.  The
+ * limit keeps index entries far below btree's size limit and makes a
+ * payload-as-key mistake loud.  what names the argument in messages.
+ */
+static const char *
+ig_name_check(text *t, const char *what, bool is_key)
+{
+	int			bytes = VARSIZE_ANY_EXHDR(t);
+	int			chars;
+	char	   *str = text_to_cstring(t);
+
+	if (bytes == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must not be empty", what),
+				 errhint(is_key ?
+						 "An empty key would make every delivery without an id one event; refuse such deliveries before claiming." :
+						 "Pass the name of the side effect the key protects, such as 'stripe_charge'.")));
+
+	if (bytes > idem_max_key_length)
+	{
+		chars = pg_mbstrlen_with_len(VARDATA_ANY(t), bytes);
+		if (chars > idem_max_key_length)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s \"%s\" is too long", what, idem_display(str)),
+					 errdetail("It has %d characters; idem_gate.max_key_length is %d.",
+							   chars, idem_max_key_length),
+					 errhint("Derive a shorter key, for example with idem_hash(), or raise idem_gate.max_key_length.")));
+		if (bytes > IG_MAX_NAME_BYTES)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s \"%s\" is too long", what, idem_display(str)),
+					 errdetail("It takes %d bytes; a key or workflow takes at most %d bytes, so that both fit in one index entry.",
+							   bytes, IG_MAX_NAME_BYTES),
+					 errhint("Derive a shorter key, for example with idem_hash().")));
+	}
+	return str;
+}
+
+/*
+ * A key or workflow argument: present, then as ig_name_check() says.
+ * Returns the value as a C string, and the datum in *value.
+ */
+const char *
+ig_text_arg(FunctionCallInfo fcinfo, int argno, const char *what, Datum *value)
+{
+	bool		is_key = (strcmp(what, "key") == 0);
+	text	   *t;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", what),
+				 errhint(is_key ?
+						 "Pass the event's identity, such as the provider's event id, or derive one with idem_hash()." :
+						 "Pass the name of the side effect the key protects, such as 'stripe_charge'.")));
+	t = PG_GETARG_TEXT_PP(argno);
+	*value = PointerGetDatum(t);
+	return ig_name_check(t, what, is_key);
+}
+
+/*
+ * Element ord (1-based) of a keys array, checked like a key argument and
+ * named by its position in messages.
+ */
+const char *
+ig_key_element(Datum d, int ord, Datum *value)
+{
+	text	   *t = DatumGetTextPP(d);
+
+	*value = PointerGetDatum(t);
+	return ig_name_check(t, psprintf("keys[%d]", ord), true);
+}
+
+/*
+ * A token argument that must be given.
+ */
+int64
+ig_required_token(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("token must not be null"),
+				 errhint("Pass the token returned by idem_claim_ex() for this claim.")));
+	return PG_GETARG_INT64(argno);
+}
+
+/*
+ * An interval argument as a duration of fixed length, in microseconds:
+ * its EXTRACT(epoch) seconds (a year is 365.25 days, a month 30 days, a
+ * day 24 hours), whatever the session's time zone or the calendar.  A
+ * calendar interval such as '1 day -23:59:00' would otherwise mean a
+ * different length on a day when daylight saving time begins.  It must be
+ * positive, and subtracting it from now must stay a valid timestamp.
+ */
+int64
+ig_duration_usecs(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	Interval   *iv = PG_GETARG_INTERVAL_P(argno);
+	int64		years = iv->month / MONTHS_PER_YEAR;
+	int64		months = iv->month % MONTHS_PER_YEAR;
+	int64		usecs;
+	int64		part;
+	bool		overflow;
+
+	overflow = pg_mul_s64_overflow(years, (int64) (DAYS_PER_YEAR * SECS_PER_DAY) * USECS_PER_SEC, &usecs) ||
+		pg_mul_s64_overflow(months, (int64) DAYS_PER_MONTH * USECS_PER_DAY, &part) ||
+		pg_add_s64_overflow(usecs, part, &usecs) ||
+		pg_mul_s64_overflow((int64) iv->day, USECS_PER_DAY, &part) ||
+		pg_add_s64_overflow(usecs, part, &usecs) ||
+		pg_add_s64_overflow(usecs, iv->time, &usecs);
+
+	if (!overflow && usecs <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a positive duration, not \"%s\"", what,
+						DatumGetCString(DirectFunctionCall1(interval_out,
+															IntervalPGetDatum(iv)))),
+				 errdetail("Intervals are measured as fixed durations: a day is 24 hours, a month 30 days."),
+				 errhint("Pass NULL to never take over a claim, or a positive interval longer than the side effect can take, such as '15 minutes'.")));
+	if (overflow ||
+		GetCurrentTransactionStartTimestamp() - MIN_TIMESTAMP < usecs)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s \"%s\" is too long", what,
+						DatumGetCString(DirectFunctionCall1(interval_out,
+															IntervalPGetDatum(iv)))),
+				 errdetail("Subtracting it from the current time would leave the range of timestamps."),
+				 errhint("Pass an interval of at most some thousand years, or NULL to never take over a claim.")));
+	return usecs;
+}
+
+/*
+ * Load the label OIDs of one of our enum types, once per type OID.
+ */
+static void
+ig_enum_load(IgEnumCache *cache, Oid typoid, const char *const *names, int n)
+{
+	Oid			labels[IG_NUM_OUTCOMES];
+
+	if (cache->typoid == typoid)
+		return;
+
+	for (int i = 0; i < n; i++)
+	{
+		labels[i] = GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
+									ObjectIdGetDatum(typoid),
+									CStringGetDatum(names[i]));
+		if (!OidIsValid(labels[i]))
+			elog(ERROR, "type %s has no label \"%s\"",
+				 format_type_be(typoid), names[i]);
+	}
+	memcpy(cache->labels, labels, sizeof(Oid) * n);
+	cache->typoid = typoid;
+}
+
+/* Enum datum of a state, for a result of type idem_gate.state. */
+Datum
+ig_state_datum(Oid typoid, IgState state)
+{
+	ig_enum_load(&ig_state_cache, typoid, ig_state_names, IG_NUM_STATES);
+	return ObjectIdGetDatum(ig_state_cache.labels[state]);
+}
+
+/* Enum datum of an outcome, for a result of type idem_gate.outcome. */
+Datum
+ig_outcome_datum(Oid typoid, IgOutcome outcome)
+{
+	ig_enum_load(&ig_outcome_cache, typoid, ig_outcome_names, IG_NUM_OUTCOMES);
+	return ObjectIdGetDatum(ig_outcome_cache.labels[outcome]);
+}
+
+/* Decode a state read from the table. */
+IgState
+ig_state_from_datum(Oid typoid, Datum d)
+{
+	ig_enum_load(&ig_state_cache, typoid, ig_state_names, IG_NUM_STATES);
+	for (int i = 0; i < IG_NUM_STATES; i++)
+		if (ig_state_cache.labels[i] == DatumGetObjectId(d))
+			return (IgState) i;
+	elog(ERROR, "unrecognized idem_gate.state value %u", DatumGetObjectId(d));
+	return IG_PROCESSING;		/* keep compiler quiet */
+}
+
+/*
+ * The return type of an enum-returning API function: from the call site,
+ * or by name when called without an expression tree.
+ */
+Oid
+ig_rettype(FunctionCallInfo fcinfo, const char *name)
+{
+	Oid			rettype = get_fn_expr_rettype(fcinfo->flinfo);
+
+	if (OidIsValid(rettype))
+		return rettype;
+	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+						   CStringGetDatum(name),
+						   ObjectIdGetDatum(get_namespace_oid("idem_gate", false)));
+}
+
+/*
+ * Become the owner of the called function, in a security-restricted
+ * operation (no SET ROLE, no temporary objects can be created), as
+ * PostgreSQL does for maintenance commands.
+ */
+void
+ig_call_act_as_owner(FunctionCallInfo fcinfo, Oid *save_userid,
+					 int *save_sec_context)
+{
+	HeapTuple	proctup;
+	Oid			owner;
+
+	proctup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
+	if (!HeapTupleIsValid(proctup))
+		elog(ERROR, "cache lookup failed for function %u",
+			 fcinfo->flinfo->fn_oid);
+	owner = ((Form_pg_proc) GETSTRUCT(proctup))->proowner;
+	ReleaseSysCache(proctup);
+
+	GetUserIdAndSecContext(save_userid, save_sec_context);
+	SetUserIdAndSecContext(owner,
+						   *save_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+}
+
+/*
+ * Start an API call: check the key and workflow, refuse writes in a
+ * read-only transaction (and so on a standby) with PostgreSQL's own error,
+ * act as the function's owner.
+ */
+void
+ig_call_begin(FunctionCallInfo fcinfo, IgCall *call, const char *fname,
+			  bool writes)
+{
+	call->key_str = ig_text_arg(fcinfo, 0, "key", &call->key);
+	ig_call_open(fcinfo, call, fname, writes);
+}
+
+/*
+ * Start a call whose keys come later (idem_claim_many): check the
+ * workflow (argument 1), then as ig_call_begin().
+ */
+void
+ig_call_open(FunctionCallInfo fcinfo, IgCall *call, const char *fname,
+			 bool writes)
+{
+	call->workflow_str = ig_text_arg(fcinfo, 1, "workflow", &call->workflow);
+
+	if (writes)
+		PreventCommandIfReadOnly(fname);
+
+	call->callcxt = CurrentMemoryContext;
+	ig_call_act_as_owner(fcinfo, &call->save_userid, &call->save_sec_context);
+	ig_acl_check(call->save_userid, GetUserId(), call->workflow_str);
+	call->guc_level = 0;
+	call->writes = writes;
+	call->rel = NULL;
+	call->spi_connected = false;
+}
+
+/*
+ * Pin search_path to pg_catalog, pg_temp until the matching
+ * AtEOXact_GUC(true, level); an error unwinds it with the transaction.
+ */
+int
+ig_call_pin_search_path(void)
+{
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}
+
+/*
+ * Code a DBA attached to idem_gate.claims (a trigger, a CHECK or default
+ * calling a function, a domain) is about to run with the owner's rights.
+ * Whatever it resolves by name must not be something the caller made:
+ * search_path is pinned to pg_catalog, pg_temp for the rest of the call,
+ * and a caller whose session has a temporary schema is refused, because
+ * PostgreSQL searches that schema for relations and types whatever the
+ * path says (a temporary view named like the DBA's audit table, with an
+ * INSTEAD OF trigger, would otherwise run the caller's code as the owner).
+ */
+void
+ig_call_guard_user_code(IgCall *call, const char *why)
+{
+	Oid			temp_nsp;
+	Oid			temp_toast_nsp;
+
+	GetTempNamespaceState(&temp_nsp, &temp_toast_nsp);
+	if (OidIsValid(temp_nsp))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("idem_gate cannot run %s for a session that has temporary objects", why),
+				 errdetail("Code attached to idem_gate.claims runs with the rights of the extension's owner, and PostgreSQL resolves table and type names in the calling session's temporary schema first."),
+				 errhint("Call idem_gate's functions from a session that has created no temporary tables, or remove the trigger, constraint or default added to idem_gate.claims.")));
+	if (call != NULL && call->guc_level == 0)
+		call->guc_level = ig_call_pin_search_path();
+}
+
+/*
+ * Finish an API call: close the table (its lock stays until the end of the
+ * transaction), disconnect from SPI, restore search_path and become the
+ * caller again.
+ */
+void
+ig_call_end(IgCall *call)
+{
+	ig_store_close(call);
+	if (call->guc_level != 0)
+		AtEOXact_GUC(true, call->guc_level);
+	call->guc_level = 0;
+	SetUserIdAndSecContext(call->save_userid, call->save_sec_context);
+}
+
+/* Raise the "no claim exists" error. */
+void
+ig_error_no_claim(IgCall *call, const char *verb)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NO_DATA_FOUND),
+			 errmsg("cannot %s key \"%s\" in workflow \"%s\": no claim exists",
+					verb, idem_display(call->key_str),
+					idem_display(call->workflow_str)),
+			 errhint("Claim the key with idem_claim() or idem_claim_ex() first; completed and failed claims are deleted once their retention has passed.")));
+}
+
+/*
+ * Raise the "stale token" error: the caller's run lost its claim to a
+ * takeover, so it must not record an outcome.
+ */
+void
+ig_error_stale_token(IgCall *call, int64 token, IgState state,
+					 int64 owner_token, int attempt)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("token " INT64_FORMAT " no longer owns key \"%s\" in workflow \"%s\"",
+					token, idem_display(call->key_str),
+					idem_display(call->workflow_str)),
+			 errdetail("The claim was granted to another run: it is now %s under token " INT64_FORMAT ", attempt %d.",
+					   ig_state_names[state], owner_token, attempt),
+			 errhint("Another run owns this event now; this run must not record an outcome for it.")));
+}
+
+/*
+ * Raise the error for a NULL token on a claim whose token was handed out:
+ * only its owner knows the token, so a call without it may be a duplicate
+ * delivery trying to record somebody else's outcome.
+ */
+void
+ig_error_token_required(IgCall *call, const char *fname)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+			 errmsg("token must not be null for key \"%s\" in workflow \"%s\"",
+					idem_display(call->key_str),
+					idem_display(call->workflow_str)),
+			 errdetail("The claim was granted by idem_claim_ex() or idem_claim_many(), which handed its token to the run that owns it."),
+			 errhint("Pass the token returned with the claim to %s; an operator acts on any claim with idem_resolve() or idem_release().",
+					 fname)));
+}
+
+/*
+ * Raise the "transition not allowed" error, with a hint that fits the
+ * state the claim is in.
+ */
+void
+ig_error_state(IgCall *call, const char *verb, IgState state)
+{
+	const char *hint;
+
+	switch (state)
+	{
+		case IG_COMPLETED:
+			hint = "A completed claim is final; idem_status() shows its receipt.";
+			break;
+		case IG_NEEDS_REVIEW:
+			hint = "Decide the outcome with idem_resolve(key, workflow, 'completed') or idem_resolve(key, workflow, 'retry').";
+			break;
+		case IG_FAILED_RETRYABLE:
+			if (strcmp(verb, "resolve") == 0)
+				hint = "Only needs_review and processing claims can be resolved; a failed_retryable claim runs again at its next claim.";
+			else
+				hint = "Claim the key again with idem_claim() or idem_claim_ex() before recording an outcome.";
+			break;
+		default:
+			hint = "Only needs_review and processing claims can be resolved.";
+			break;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot %s key \"%s\" in workflow \"%s\": the claim is %s",
+					verb, idem_display(call->key_str),
+					idem_display(call->workflow_str),
+					ig_state_names[state]),
+			 errhint("%s", hint)));
+}
+
+/*
+ * The error REPEATABLE READ and SERIALIZABLE raise when the row of the key
+ * was written by a transaction the caller's snapshot does not see: the
+ * claim can neither wait and read that row (as under READ COMMITTED) nor
+ * ignore it.
+ */
+void
+ig_error_serialization(IgCall *call, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access to key \"%s\" in workflow \"%s\" due to concurrent %s",
+					idem_display(call->key_str),
+					idem_display(call->workflow_str), what),
+			 errdetail("The claim was written by a transaction that this transaction's snapshot does not see."),
+			 errhint("Retry the transaction, or call idem_gate's functions under READ COMMITTED, where they wait for a concurrent claim and answer from its row.")));
+}

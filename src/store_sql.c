@@ -1,0 +1,397 @@
+/*-------------------------------------------------------------------------
+ *
+ * store_sql.c
+ *	  The claim store's SQL path: prepared statements for every write the
+ *	  direct path does not make, and for all writes when it cannot be used.
+ *
+ * Everything is schema-qualified, operators included, so that a caller's
+ * search_path can never change what runs.  Tests of the state are written
+ * "(...) IS TRUE" so that they cannot use the state index: every plan finds
+ * its row through the primary key, even a generic plan made while the
+ * table was empty.  Every update names the token it read, so a row changed
+ * since it was read matches nothing and the state machine reads it again.
+ * Times are parameters computed by the caller (the time of the write), and
+ * a row's timestamps never go backwards, even if the clock does.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "idem_gate.h"
+#include "store_int.h"
+
+typedef enum IgPlanId
+{
+	IG_PLAN_INSERT,
+	IG_PLAN_RETRY,
+	IG_PLAN_TAKEOVER,
+	IG_PLAN_HEARTBEAT,
+	IG_PLAN_COMPLETE,
+	IG_PLAN_FAIL,
+	IG_PLAN_RESOLVE,
+	IG_PLAN_RELEASE,
+	IG_PLAN_STATUS,
+	IG_NUM_PLANS
+} IgPlanId;
+
+typedef struct IgPlanDef
+{
+	const char *sql;			/* %s: the token_issued fragments, if any */
+	int			nargs;
+	Oid			argtypes[8];
+} IgPlanDef;
+
+#define IG_WHERE_KEY \
+	" WHERE c.workflow OPERATOR(pg_catalog.=) $1 AND c.key OPERATOR(pg_catalog.=) $2"
+#define IG_NEXT_TOKEN \
+	"pg_catalog.nextval('idem_gate.token_seq'::pg_catalog.regclass)"
+#define IG_REGRANT(state_test) \
+	"UPDATE idem_gate.claims c SET state = 'processing'::idem_gate.state," \
+	" attempt = c.attempt OPERATOR(pg_catalog.+) 1, token = " IG_NEXT_TOKEN "," \
+	" execution_id = $3, fingerprint = COALESCE(c.fingerprint, $4)," \
+	" claimed_at = GREATEST($6, c.updated_at), updated_at = GREATEST($6, c.updated_at)%s" \
+	IG_WHERE_KEY " AND c.token OPERATOR(pg_catalog.=) $5 AND " state_test \
+	" RETURNING c.token, c.attempt, c.claimed_at, c.updated_at"
+
+static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
+	[IG_PLAN_INSERT] = {
+		"INSERT INTO idem_gate.claims AS c (workflow, key, state, attempt,"
+		" token, execution_id, fingerprint, created_at, claimed_at, updated_at%s)"
+		" VALUES ($1, $2, 'processing', 1, " IG_NEXT_TOKEN ", $3, $4, $5, $5, $5%s)"
+		" ON CONFLICT (workflow, key) DO NOTHING RETURNING c.token",
+		6, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, BOOLOID}
+	},
+	[IG_PLAN_RETRY] = {
+		IG_REGRANT("(c.state OPERATOR(pg_catalog.=) 'failed_retryable') IS TRUE"),
+		7, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID}
+	},
+	[IG_PLAN_TAKEOVER] = {
+		IG_REGRANT("(c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
+				   " AND c.updated_at OPERATOR(pg_catalog.<=) $8"),
+		8, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID,
+		TIMESTAMPTZOID}
+	},
+	[IG_PLAN_HEARTBEAT] = {
+		"UPDATE idem_gate.claims c SET updated_at = GREATEST($4, c.updated_at)"
+		IG_WHERE_KEY
+		" AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
+		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.token",
+		4, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID}
+	},
+	[IG_PLAN_COMPLETE] = {
+		"UPDATE idem_gate.claims c SET state = 'completed'::idem_gate.state,"
+		" result = $4, completed_at = $5, updated_at = $5"
+		IG_WHERE_KEY
+		" AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
+		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.token",
+		5, {TEXTOID, TEXTOID, INT8OID, JSONBOID, TIMESTAMPTZOID}
+	},
+	[IG_PLAN_FAIL] = {
+		"UPDATE idem_gate.claims c SET state = CASE WHEN $6"
+		" THEN 'failed_retryable'::idem_gate.state"
+		" ELSE 'needs_review'::idem_gate.state END,"
+		" last_error = $4, updated_at = $5"
+		IG_WHERE_KEY
+		" AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
+		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.token",
+		6, {TEXTOID, TEXTOID, INT8OID, TEXTOID, TIMESTAMPTZOID, BOOLOID}
+	},
+	[IG_PLAN_RESOLVE] = {
+		"UPDATE idem_gate.claims c SET state = CASE WHEN $3"
+		" THEN 'completed'::idem_gate.state"
+		" ELSE 'failed_retryable'::idem_gate.state END,"
+		" result = CASE WHEN $3 THEN $4 END,"
+		" completed_at = CASE WHEN $3 THEN $5 END,"
+		" updated_at = $5"
+		IG_WHERE_KEY
+		" AND (c.state OPERATOR(pg_catalog.=) 'processing'"
+		" OR c.state OPERATOR(pg_catalog.=) 'needs_review') IS TRUE"
+		" AND c.token OPERATOR(pg_catalog.=) $6 RETURNING c.token",
+		6, {TEXTOID, TEXTOID, BOOLOID, JSONBOID, TIMESTAMPTZOID, INT8OID}
+	},
+	[IG_PLAN_RELEASE] = {
+		"DELETE FROM idem_gate.claims c" IG_WHERE_KEY
+		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.state",
+		3, {TEXTOID, TEXTOID, INT8OID}
+	},
+	[IG_PLAN_STATUS] = {
+		"SELECT c FROM idem_gate.claims c" IG_WHERE_KEY,
+		2, {TEXTOID, TEXTOID}
+	},
+};
+
+static SPIPlanPtr ig_plans[IG_NUM_PLANS];
+
+/*
+ * The table changed its shape (a 1.0 table updated to 1.1, or the
+ * extension made anew): prepare every plan again on its next use.
+ */
+void
+ig_sql_forget_plans(void)
+{
+	for (int i = 0; i < IG_NUM_PLANS; i++)
+	{
+		if (ig_plans[i] != NULL)
+			SPI_freeplan(ig_plans[i]);
+		ig_plans[i] = NULL;
+	}
+}
+
+/*
+ * The text of a plan: with the token_issued column where the table has
+ * it (1.1), without it on a 1.0 table.
+ */
+static char *
+ig_plan_text(IgPlanId id)
+{
+	bool		has = ig_shape.has_token_issued;
+
+	switch (id)
+	{
+		case IG_PLAN_INSERT:
+			return psprintf(ig_plan_defs[id].sql, has ? ", token_issued" : "",
+							has ? ", $6" : "");
+		case IG_PLAN_RETRY:
+		case IG_PLAN_TAKEOVER:
+			return psprintf(ig_plan_defs[id].sql, has ? ", token_issued = $7" : "");
+		default:
+			return pstrdup(ig_plan_defs[id].sql);
+	}
+}
+
+/*
+ * Run one of the plans and return the number of rows it touched (0 or 1).
+ * Prepared on first use and kept: the SQL text is fully qualified, so a
+ * plan re-analyzed after DROP/CREATE EXTENSION still means the same thing.
+ * Plans are generic from the first call: each finds one row by primary key
+ * whatever the parameters, so planning again per call would only cost time.
+ */
+static uint64
+ig_exec(IgCall *call, IgPlanId id, Datum *values, const bool *isnull)
+{
+	char		nulls[8];
+	int			rc;
+
+	if (!call->spi_connected)
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		call->spi_connected = true;
+	}
+
+	if (ig_plans[id] == NULL)
+	{
+		const IgPlanDef *def = &ig_plan_defs[id];
+		char	   *sql = ig_plan_text(id);
+		SPIPlanPtr	plan;
+
+		plan = SPI_prepare_cursor(sql, def->nargs, (Oid *) def->argtypes,
+								  CURSOR_OPT_GENERIC_PLAN);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+				 sql, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		ig_plans[id] = plan;
+		pfree(sql);
+	}
+
+	for (int i = 0; i < ig_plan_defs[id].nargs; i++)
+		nulls[i] = (isnull != NULL && isnull[i]) ? 'n' : ' ';
+	rc = SPI_execute_plan(ig_plans[id], values, nulls, false, 0);
+	if (rc < 0)
+		elog(ERROR, "idem_gate query failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed > 1)
+		elog(ERROR, "idem_gate query touched " UINT64_FORMAT " rows",
+			 SPI_processed);
+	return SPI_processed;
+}
+
+/* Column n (1-based) of the row the last write returned. */
+static Datum
+ig_returned(int n)
+{
+	bool		isnull;
+
+	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, n,
+						 &isnull);
+}
+
+/* A first claim through SQL: INSERT ... ON CONFLICT DO NOTHING. */
+IgWrite
+ig_sql_insert(IgCall *call, const IgGrant *grant, TimestampTz now, IgRow *row)
+{
+	Datum		values[6];
+	bool		nulls[6] = {false, false, !grant->has_exec, !grant->has_fp,
+	false, false};
+
+	values[0] = call->workflow;
+	values[1] = call->key;
+	values[2] = grant->execution_id;
+	values[3] = grant->fingerprint;
+	values[4] = TimestampTzGetDatum(now);
+	values[5] = BoolGetDatum(grant->token_issued);
+	if (ig_exec(call, IG_PLAN_INSERT, values, nulls) == 0)
+		return IG_WRITE_RETRY;
+
+	memset(row, 0, sizeof(*row));
+	row->found = true;
+	row->state = IG_PROCESSING;
+	row->token = DatumGetInt64(ig_returned(1));
+	row->attempt = 1;
+	row->claimed_at = now;
+	row->updated_at = now;
+	row->token_issued = grant->token_issued;
+	row->result_isnull = true;
+	return IG_WRITE_DONE;
+}
+
+/* A retry or takeover of the row as read, if it is still as read. */
+IgWrite
+ig_sql_regrant(IgCall *call, const IgGrant *grant, IgRow *row, bool takeover,
+			   TimestampTz cutoff, TimestampTz now)
+{
+	Datum		values[8];
+	bool		nulls[8] = {false, false, !grant->has_exec, !grant->has_fp,
+	false, false, false, false};
+
+	values[0] = call->workflow;
+	values[1] = call->key;
+	values[2] = grant->execution_id;
+	values[3] = grant->fingerprint;
+	values[4] = Int64GetDatum(row->token);
+	values[5] = TimestampTzGetDatum(now);
+	values[6] = BoolGetDatum(grant->token_issued);
+	values[7] = TimestampTzGetDatum(cutoff);
+	if (ig_exec(call, takeover ? IG_PLAN_TAKEOVER : IG_PLAN_RETRY,
+				values, nulls) == 0)
+		return IG_WRITE_RETRY;
+
+	row->state = IG_PROCESSING;
+	row->token = DatumGetInt64(ig_returned(1));
+	row->attempt = DatumGetInt32(ig_returned(2));
+	row->claimed_at = DatumGetTimestampTz(ig_returned(3));
+	row->updated_at = DatumGetTimestampTz(ig_returned(4));
+	row->token_issued = grant->token_issued;
+	row->result_isnull = true;
+	return IG_WRITE_DONE;
+}
+
+/* The owner's completion or failure through SQL. */
+IgWrite
+ig_sql_finish(IgCall *call, IgRow *row, IgState new_state, Datum value,
+			  bool isnull, TimestampTz stamp)
+{
+	Datum		values[6];
+	bool		nulls[6] = {false, false, false, isnull, false, false};
+
+	values[0] = call->workflow;
+	values[1] = call->key;
+	values[2] = Int64GetDatum(row->token);
+	values[3] = value;
+	values[4] = TimestampTzGetDatum(stamp);
+	values[5] = BoolGetDatum(new_state == IG_FAILED_RETRYABLE);
+	if (ig_exec(call, new_state == IG_COMPLETED ? IG_PLAN_COMPLETE : IG_PLAN_FAIL,
+				values, nulls) == 0)
+		return IG_WRITE_RETRY;
+	row->state = new_state;
+	row->updated_at = stamp;
+	return IG_WRITE_DONE;
+}
+
+/* A heartbeat of the processing row as read. */
+IgWrite
+ig_sql_heartbeat(IgCall *call, IgRow *row, TimestampTz stamp)
+{
+	Datum		values[4];
+
+	values[0] = call->workflow;
+	values[1] = call->key;
+	values[2] = Int64GetDatum(row->token);
+	values[3] = TimestampTzGetDatum(stamp);
+	if (ig_exec(call, IG_PLAN_HEARTBEAT, values, NULL) == 0)
+		return IG_WRITE_RETRY;
+	row->updated_at = stamp;
+	return IG_WRITE_DONE;
+}
+
+/* An operator's resolution of the row as read. */
+IgWrite
+ig_sql_resolve(IgCall *call, IgRow *row, bool complete, Datum result,
+			   bool isnull, TimestampTz stamp)
+{
+	Datum		values[6];
+	bool		nulls[6] = {false, false, false, isnull, false, false};
+
+	values[0] = call->workflow;
+	values[1] = call->key;
+	values[2] = BoolGetDatum(complete);
+	values[3] = result;
+	values[4] = TimestampTzGetDatum(stamp);
+	values[5] = Int64GetDatum(row->token);
+	if (ig_exec(call, IG_PLAN_RESOLVE, values, nulls) == 0)
+		return IG_WRITE_RETRY;
+	row->state = complete ? IG_COMPLETED : IG_FAILED_RETRYABLE;
+	row->updated_at = stamp;
+	return IG_WRITE_DONE;
+}
+
+/*
+ * An operator's release (deletion) of the row as read.  The row's state
+ * is what the deletion saw: a completion that committed while the release
+ * waited for it has changed it.
+ */
+IgWrite
+ig_sql_release(IgCall *call, IgRow *row)
+{
+	Datum		values[3];
+
+	values[0] = call->workflow;
+	values[1] = call->key;
+	values[2] = Int64GetDatum(row->token);
+	if (ig_exec(call, IG_PLAN_RELEASE, values, NULL) == 0)
+		return IG_WRITE_RETRY;
+	row->state = ig_state_from_datum(ig_shape.state_type, ig_returned(1));
+	return IG_WRITE_DONE;
+}
+
+/*
+ * The whole row of (workflow, key), copied into the caller's context, or
+ * NULL.  Through SQL, which checks the owner's SELECT privilege.
+ */
+HeapTuple
+ig_store_status(IgCall *call)
+{
+	Datum		values[2];
+	bool		isnull;
+	HeapTupleHeader rec;
+	HeapTupleData tmp;
+	MemoryContext old;
+	HeapTuple	tuple;
+
+	ig_store_rel(call);
+	values[0] = call->workflow;
+	values[1] = call->key;
+	if (ig_exec(call, IG_PLAN_STATUS, values, NULL) == 0)
+		return NULL;
+
+	rec = DatumGetHeapTupleHeader(SPI_getbinval(SPI_tuptable->vals[0],
+												SPI_tuptable->tupdesc,
+												1, &isnull));
+	tmp.t_len = HeapTupleHeaderGetDatumLength(rec);
+	ItemPointerSetInvalid(&tmp.t_self);
+	tmp.t_tableOid = InvalidOid;
+	tmp.t_data = rec;
+	old = MemoryContextSwitchTo(call->callcxt);
+	tuple = heap_copytuple(&tmp);
+	MemoryContextSwitchTo(old);
+	return tuple;
+}
