@@ -311,6 +311,9 @@ async function setup() {
     });
     log(`screenshots: ${files.join(', ')}`);
     editorImport = await checkEditorImportSafely();
+    // the browser may have set the owner up again (see screenshot.mjs): sign in afresh
+    cookie = null;
+    await ownerLogin();
   }
 }
 

@@ -15,6 +15,7 @@ import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
+import { signIn } from './screenshot.mjs';
 
 export async function checkEditorImport({ base, email, password, gateFile, credentialId, workDir, rest }) {
   const require = createRequire(import.meta.url);
@@ -34,11 +35,7 @@ export async function checkEditorImport({ base, email, password, gateFile, crede
       const u = new URL(route.request().url());
       return ['127.0.0.1', 'localhost'].includes(u.hostname) || u.protocol === 'data:' ? route.continue() : route.abort();
     });
-    await page.goto(`${base}/signin`, { waitUntil: 'domcontentloaded' });
-    await page.locator('input[type="email"], input[name="emailOrLdapLoginId"], input[name="email"]').first().fill(email);
-    await page.locator('input[type="password"]').first().fill(password);
-    await page.locator('button[type="submit"], [data-test-id="form-submit-button"]').first().click();
-    await page.waitForURL((u) => !u.pathname.startsWith('/signin'), { timeout: 30000 });
+    await signIn(page, { base, email, password });
 
     const gate = JSON.parse(gateFile);
     const variants = {
