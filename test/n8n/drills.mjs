@@ -232,6 +232,16 @@ async function newExecutions(workflowId, before, want = 1, timeoutMs = 20000) {
   return list.map((e) => ({ id: String(e.id), status: e.status }));
 }
 const executionIds = async (workflowId) => new Set((await executionList(workflowId)).map((e) => String(e.id)));
+// an execution once it has ended (the run goes on after its answer was sent)
+async function finishedExecution(id, timeoutMs = 30000) {
+  const t = Date.now();
+  let ex = await execution(id);
+  while (Date.now() - t < timeoutMs && ['new', 'running', 'waiting', undefined].includes(ex?.status)) {
+    await sleep(500);
+    ex = await execution(id);
+  }
+  return ex;
+}
 async function retryExecution(id, loadWorkflow) {
   return rest('POST', `/executions/${id}/retry`, { loadWorkflow });
 }
@@ -408,7 +418,7 @@ async function drill5() {
   const a = await post(GATE, order('evt-d5'));
   const c1 = await claim('evt-d5');
   execIds.d5 = c1?.execution_id;
-  const ex = c1?.execution_id ? await execution(c1.execution_id) : null;
+  const ex = c1?.execution_id ? await finishedExecution(c1.execution_id) : null;
   await sink.setMode('ok');
   const b = await post(GATE, order('evt-d5'));
   const c2 = await claim('evt-d5');

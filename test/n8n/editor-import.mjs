@@ -31,6 +31,9 @@ export async function checkEditorImport({ base, email, password, gateFile, crede
   const out = {};
   try {
     const page = ctx.pages()[0] ?? (await ctx.newPage());
+    // a loaded machine serves the editor slowly
+    page.setDefaultNavigationTimeout(120000);
+    page.setDefaultTimeout(90000);
     await page.route('**/*', (route) => {
       const u = new URL(route.request().url());
       return ['127.0.0.1', 'localhost'].includes(u.hostname) || u.protocol === 'data:' ? route.continue() : route.abort();

@@ -56,6 +56,9 @@ export async function screenshots({ base, email, password, outDir, workflows }) 
   const written = [];
   try {
     const page = ctx.pages()[0] ?? (await ctx.newPage());
+    // a loaded machine serves the editor slowly
+    page.setDefaultNavigationTimeout(120000);
+    page.setDefaultTimeout(90000);
     // everything but the local n8n is refused: the page stays on loopback
     await page.route('**/*', (route) => {
       const u = new URL(route.request().url());
