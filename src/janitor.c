@@ -191,6 +191,18 @@ static const char *const ig_step_states[IG_NUM_STEPS] = {
 	"completed", "failed_retryable", "completed", "processing"
 };
 
+/* The counter of each step's rows. */
+static const IgStat ig_step_stats[IG_NUM_STEPS] = {
+	IG_STAT_DELETED_COMPLETED, IG_STAT_DELETED_FAILED, IG_STAT_RECEIPTS_CLEARED,
+	IG_STAT_ALERTS
+};
+
+/* Each step's setting, in seconds, for workflows without a policy. */
+static const int *const ig_step_settings[IG_NUM_STEPS] = {
+	&idem_retention, &idem_failed_retention, &idem_receipt_retention,
+	&idem_stuck_after
+};
+
 /* A policy row: each interval in seconds, or < 0 for "use the setting". */
 typedef struct IgPolicy
 {
@@ -244,13 +256,20 @@ static SPIPlanPtr ig_jplans[2][IG_NUM_JPLANS];
 /*
  * One workflow's rows of a state, after the cursor ($2, $7) in
  * (updated_at, token) order and before the cutoff $3.  Tokens are unique,
- * so the order is total and a batch resumes exactly after the last.
+ * so the order is total and a batch resumes exactly after the last.  The
+ * cutoff was computed from the policies as the pass read them; the last
+ * condition applies the workflow's policy as the batch's own snapshot sees
+ * it ($8: the setting's seconds), so a policy made since then is honoured:
+ * a row it keeps longer is never touched.
  */
 #define IG_RANGE \
 	" WHERE c.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state" \
 	" AND c.workflow OPERATOR(pg_catalog.=) $1" \
 	" AND (c.updated_at, c.token) OPERATOR(pg_catalog.>) ($2, $7)" \
-	" AND c.updated_at OPERATOR(pg_catalog.<) $3"
+	" AND c.updated_at OPERATOR(pg_catalog.<) $3" \
+	" AND c.updated_at OPERATOR(pg_catalog.<) ($5 OPERATOR(pg_catalog.-)" \
+	"  pg_catalog.make_interval(secs => COALESCE((SELECT pg_catalog.date_part('epoch', p.%s)" \
+	"   FROM idem_gate.policies p WHERE p.workflow OPERATOR(pg_catalog.=) $1), $8)))"
 #define IG_ORDER " ORDER BY c.updated_at, c.token"
 
 /*
@@ -329,10 +348,10 @@ static const char *const ig_escalate_audit_sql =
 
 /*
  * Argument types of the batch statements: workflow, cursor time, cutoff,
- * limit, now, review, cursor token
+ * limit, now, review, cursor token, the setting's seconds
  */
-static Oid	ig_batch_argtypes[7] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-	INT4OID, TIMESTAMPTZOID, BOOLOID, INT8OID};
+static Oid	ig_batch_argtypes[8] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	INT4OID, TIMESTAMPTZOID, BOOLOID, INT8OID, FLOAT8OID};
 
 /* The SQL of plan id on a catalog of version v11 or not. */
 static char *
@@ -353,18 +372,18 @@ ig_jplan_sql(IgJPlan id, bool v11, int *nargs, Oid **argtypes)
 						" ORDER BY c.workflow LIMIT 1",
 						ig_step_states[id]);
 	}
-	*nargs = 7;
+	*nargs = 8;
 	switch ((int) id)
 	{
 		case IG_JPLAN_BATCH + IG_STEP_DELETE_COMPLETED:
-			return psprintf(ig_delete_sql, "completed", "", "completed");
+			return psprintf(ig_delete_sql, "completed", "retention", "", "completed");
 		case IG_JPLAN_BATCH + IG_STEP_DELETE_FAILED:
-			return psprintf(ig_delete_sql, "failed_retryable",
+			return psprintf(ig_delete_sql, "failed_retryable", "failed_retention",
 							" FOR UPDATE OF c SKIP LOCKED", "failed_retryable");
 		case IG_JPLAN_BATCH + IG_STEP_CLEAR_RECEIPTS:
-			return psprintf(ig_clear_sql, "completed", "completed");
+			return psprintf(ig_clear_sql, "completed", "receipt_retention", "completed");
 		case IG_JPLAN_BATCH + IG_STEP_STUCK:
-			return psprintf(ig_stuck_sql, "processing",
+			return psprintf(ig_stuck_sql, "processing", "stuck_after",
 							v11 ? ig_escalate_audit_sql : "");
 		case IG_JPLAN_POLICIES:
 			*nargs = 0;
@@ -522,10 +541,6 @@ ig_load_policies(IgPass *pass)
 static int64
 ig_step_usecs(IgPass *pass, IgStep step, const char *workflow)
 {
-	static const int *const settings[IG_NUM_STEPS] = {
-		&idem_retention, &idem_failed_retention, &idem_receipt_retention,
-		&idem_stuck_after
-	};
 	double		secs = -1;
 	double		retention = -1;
 
@@ -537,7 +552,7 @@ ig_step_usecs(IgPass *pass, IgStep step, const char *workflow)
 			break;
 		}
 	if (secs < 0)
-		secs = *settings[step];
+		secs = *ig_step_settings[step];
 	if (step == IG_STEP_CLEAR_RECEIPTS && secs > 0)
 	{
 		/* a receipt never outlives its row: keep within the retention */
@@ -658,7 +673,9 @@ ig_batch(IgPass *pass, IgStep step, const char *workflow,
 		 IgCursor *cursor, TimestampTz cutoff, TimestampTz now)
 {
 	bool		review = (idem_stuck_action == IDEM_STUCK_REVIEW);
-	Datum		values[7];
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	int			setting = *ig_step_settings[step];
 	uint64		n;
 	bool		isnull;
 	HeapTuple	last = NULL;
@@ -672,9 +689,12 @@ ig_batch(IgPass *pass, IgStep step, const char *workflow,
 	values[4] = TimestampTzGetDatum(now);
 	values[5] = BoolGetDatum(review);
 	values[6] = Int64GetDatum(cursor->token);
+	/* a receipt retention of 0 keeps receipts: no cutoff without a policy */
+	values[7] = Float8GetDatum((double) setting);
+	nulls[7] = (setting == 0) ? 'n' : ' ';
 
 	ig_unit_begin(pass);
-	ig_jexec(pass, IG_JPLAN_BATCH + step, values, NULL);
+	ig_jexec(pass, IG_JPLAN_BATCH + step, values, nulls);
 	if (step == IG_STEP_STUCK)
 	{
 		/* the alerted rows, in (updated_at, token) order */
@@ -701,6 +721,11 @@ ig_batch(IgPass *pass, IgStep step, const char *workflow,
 													token_col, &isnull));
 	}
 	ig_unit_end(pass);
+
+	/* counted as each batch commits, so the counters follow the rows */
+	idem_stats_add(ig_step_stats[step], n);
+	if (step == IG_STEP_STUCK && review)
+		idem_stats_add(IG_STAT_ESCALATIONS, n);
 	return n;
 }
 
@@ -911,11 +936,6 @@ idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 				 errhint("Their side effects may have half-happened: check them, then call idem_resolve() with 'completed' or 'retry'.")));
 	}
 
-	idem_stats_add(IG_STAT_DELETED_COMPLETED, counts->deleted_completed);
-	idem_stats_add(IG_STAT_DELETED_FAILED, counts->deleted_failed);
-	idem_stats_add(IG_STAT_RECEIPTS_CLEARED, pass.receipts_cleared);
-	idem_stats_add(IG_STAT_ALERTS, counts->alerts);
-	idem_stats_add(IG_STAT_ESCALATIONS, counts->escalated);
 	idem_stats_pass_done(start, GetCurrentTimestamp());
 
 	ereport(DEBUG1,
