@@ -27,7 +27,6 @@
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-export IDEM_SHARED=${IDEM_SHARED:-$(cd "$REPO/../shared" 2>/dev/null && pwd || true)}
 PORT=${IDEM_TEST_PORT:-55432}
 export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 

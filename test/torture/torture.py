@@ -742,7 +742,7 @@ class Harness:
                     ' created_at, claimed_at, updated_at, completed_at FROM idem_gate.claims')
         final = cur.fetchall()
         amcheck = []
-        for idx in ('idem_gate.claims_pkey', 'idem_gate.claims_state_updated_at'):
+        for idx in ('idem_gate.claims_pkey', 'idem_gate.claims_state_workflow_updated_at'):
             try:
                 cur.execute('SELECT bt_index_check(%s::regclass, true)', (idx,))
             except psycopg2.Error as e:
