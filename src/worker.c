@@ -343,6 +343,46 @@ ig_extension_present(int i, const IdemJanitorArgs *args)
 }
 
 /*
+ * Run the pass.  DROP EXTENSION may commit while it runs, and its next
+ * query then fails on a table that is gone: that is the extension going
+ * away, reported as such (one line, as at the start of a pass), not as an
+ * error.  Any other error ends the janitor as usual.
+ */
+static void
+ig_run_pass(int i)
+{
+	IgJanitorCounts counts;
+
+	PG_TRY();
+	{
+		idem_janitor_pass(&counts, true);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		bool		gone;
+
+		MemoryContextSwitchTo(TopMemoryContext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+
+		StartTransactionCommand();
+		gone = !OidIsValid(get_extension_oid("idem_gate", true));
+		if (gone)
+			ereport(LOG,
+					(errmsg("idem_gate janitor: extension idem_gate is not installed in database \"%s\"; idling",
+							get_database_name(MyDatabaseId)),
+					 errhint("Run CREATE EXTENSION idem_gate in that database; the janitor starts working at its next pass.")));
+		CommitTransactionCommand();
+		if (!gone)
+			ReThrowError(edata);
+		ig_slot_report(i, IDEM_EXT_ABSENT_LOGGED);
+	}
+	PG_END_TRY();
+}
+
+/*
  * Lower the janitor's CPU priority.  setpriority() alone does not do it on
  * Linux with autogroup scheduling (the default of many distributions):
  * every PostgreSQL process calls setsid() and so is alone in its own
@@ -409,8 +449,6 @@ idem_gate_janitor_main(Datum main_arg)
 
 	if (!RecoveryInProgress() && ig_extension_present(i, &args))
 	{
-		IgJanitorCounts counts;
-
 		/*
 		 * Background work yields to the claims: a lower CPU priority,
 		 * batches that do not wait for their WAL flush (a deletion lost in
@@ -419,7 +457,7 @@ idem_gate_janitor_main(Datum main_arg)
 		 */
 		ig_lower_priority();
 		SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-		idem_janitor_pass(&counts, true);
+		ig_run_pass(i);
 	}
 	pgstat_report_activity(STATE_IDLE, NULL);
 	proc_exit(0);

@@ -192,6 +192,34 @@ wait_setting($node, 'idem_gate.batch_size', '1000');
 old_claim($node, 'db1', 'after_drop');
 ok(gone($node, 'db1', 'after_drop'), 'the other databases are still served');
 
+# DROP EXTENSION committed in the middle of a pass: the pass ends with the
+# "idling" line, not an error
+$node->safe_psql('postgres', 'CREATE DATABASE dropx');
+$node->safe_psql('dropx', 'CREATE EXTENSION idem_gate');
+set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'");
+wait_setting($node, 'idem_gate.naptime', '1h');
+sleep 1;
+bulk($node, 'dropx', 3000);
+old_claim($node, 'dropx', 'locked');
+$node->safe_psql('dropx', "UPDATE idem_gate.claims SET created_at = created_at - interval '1 day', claimed_at = claimed_at - interval '1 day', updated_at = updated_at - interval '1 day', completed_at = completed_at - interval '1 day' WHERE key = 'locked'");
+my $holder = $node->background_psql('dropx');
+$holder->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = 'locked' FOR UPDATE;");
+$log_offset = -s $node->logfile;
+set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
+my $dropx_janitor = waiting_janitor($node, 'dropx', 0);
+ok($dropx_janitor, 'a pass in dropx waits for a lock');
+my $dropper = $node->background_psql('dropx');
+$dropper->query_until(qr/go/, "\\echo go\nDROP EXTENSION idem_gate CASCADE;\n");
+$node->poll_query_until('postgres',
+	"SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = 'dropx' AND query LIKE 'DROP EXTENSION%' AND wait_event_type = 'Lock'");
+$holder->query_safe('COMMIT');
+$holder->quit;
+$dropper->quit;
+ok($node->wait_for_log(qr/\[$dropx_janitor\] LOG:  idem_gate janitor: extension idem_gate is not installed in database "dropx"; idling/,
+	$log_offset), 'DROP EXTENSION during a pass: the janitor says it idles');
+unlike(slurp_file($node->logfile, $log_offset), qr/\[$dropx_janitor\] ERROR/, 'without an error');
+$node->safe_psql('postgres', 'DROP DATABASE dropx');
+
 # SIGHUP: a list of databases takes effect without a restart
 set_and_reload($node, "ALTER SYSTEM SET idem_gate.database = 'db1'");
 wait_setting($node, 'idem_gate.database', 'db1');
@@ -319,7 +347,7 @@ is(scalar(() = $log =~ /does not exist/g), 1, 'it is reported once');
 unlike($log, qr/FATAL/, 'and no janitor fails to connect');
 $lonely->safe_psql('postgres', 'CREATE ROLE janitor_role SUPERUSER LOGIN');
 ok(gone($lonely, 'missing_db', 'no_role'), 'once the role exists the passes run');
-is($lonely->safe_psql('postgres', 'SELECT janitor_passes > 0 FROM idem_gate.stats'), 't',
+ok($lonely->poll_query_until('postgres', 'SELECT janitor_passes > 0 FROM idem_gate.stats'),
 	'and are counted');
 
 # the bounds of max_janitors and the syntax of the list
