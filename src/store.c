@@ -207,6 +207,7 @@ ig_shape_load(void)
 	Oid			state_type;
 	Relation	rel;
 	bool		had_token_issued = ig_shape.has_token_issued;
+	bool		had_citus = ig_shape.citus;
 	Oid			old_relid = ig_shape.relid;
 
 	if (!registered)
@@ -239,8 +240,10 @@ ig_shape_load(void)
 	ig_shape.pk_index = ig_compat_primary_key_index(rel);
 	ig_shape_decide(rel, state_type);
 	table_close(rel, AccessShareLock);
+	ig_shape.citus = ig_citus_table(relid, &ig_shape.citus_group);
 
-	if (relid != old_relid || had_token_issued != ig_shape.has_token_issued)
+	if (relid != old_relid || had_token_issued != ig_shape.has_token_issued ||
+		had_citus != ig_shape.citus)
 		ig_sql_forget_plans();
 	ig_shape.logged = false;
 }
@@ -302,6 +305,13 @@ ig_store_direct(IgCall *call, AclMode mode)
 	const char *why = NULL;
 
 	ig_store_rel(call);
+	if (ig_shape.citus)
+	{
+		/* the rows are in shards, where SQL routes the writes */
+		if (ig_shape.user_code)
+			ig_call_guard_user_code(call, "code attached to idem_gate.claims");
+		return false;
+	}
 	if (!ig_shape.direct)
 		why = ig_shape.why;
 	else if (pg_class_aclcheck(ig_shape.relid, GetUserId(), mode) != ACLCHECK_OK)
@@ -352,6 +362,11 @@ ig_store_probe(IgCall *call, IgRow *row, bool keep_tuple)
 	acl = pg_class_aclcheck(ig_shape.relid, GetUserId(), ACL_SELECT);
 	if (acl != ACLCHECK_OK)
 		aclcheck_error(acl, OBJECT_TABLE, RelationGetRelationName(rel));
+	if (ig_shape.citus)
+	{
+		ig_sql_probe(call, row);
+		return;
+	}
 
 	old = MemoryContextSwitchTo(call->callcxt);
 	idx = index_open(ig_shape.pk_index, AccessShareLock);

@@ -51,6 +51,8 @@ typedef struct IgShape
 	bool		user_code;		/* writes run code a DBA attached */
 	const char *why;			/* why not direct (a constant string) */
 	bool		logged;			/* the fallback was logged */
+	bool		citus;			/* a Citus table: rows in shards, all SQL */
+	int32		citus_group;	/* this node's Citus group id */
 } IgShape;
 
 extern IgShape ig_shape;
@@ -66,8 +68,13 @@ extern IgWrite ig_direct_insert(IgCall *call, const IgGrant *grant,
 extern IgWrite ig_direct_finish(IgCall *call, IgRow *row, IgState new_state,
 								Datum value, bool isnull, TimestampTz stamp);
 
+/* citus.c */
+extern bool ig_citus_table(Oid relid, int32 *group);
+extern int64 ig_citus_next_token(int64 above);
+
 /* store_sql.c */
 extern void ig_sql_forget_plans(void);
+extern void ig_sql_probe(IgCall *call, IgRow *row);
 extern IgWrite ig_sql_insert(IgCall *call, const IgGrant *grant,
 							 TimestampTz now, IgRow *row);
 extern IgWrite ig_sql_regrant(IgCall *call, const IgGrant *grant, IgRow *row,
