@@ -22,6 +22,18 @@
  * the token a regrant replaces when a key arrives from a node whose
  * sequence ran ahead.
  *
+ * Where this node holds the key's shard (always, inside a call Citus
+ * delegated here), the store's SQL names the shard table itself, with
+ * plans prepared once per shard, rather than the distributed table, which
+ * Citus would plan again at every execution.  Like Citus's own writers,
+ * such a call first takes the shard's metadata lock in share mode, which
+ * a shard move takes exclusively for its final switch, and then checks
+ * that the shard is still here.
+ *
+ * The janitor: each node cleans the shards it holds, with its usual
+ * statements aimed at the shard tables (Citus plans neither the ctid
+ * batches nor SKIP LOCKED over a distributed table).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -31,14 +43,22 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_namespace.h"
 #include "commands/extension.h"
 #include "commands/sequence.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
+#include "storage/lmgr.h"
 
+#include "citus.h"
 #include "store_int.h"
 
 /* Node group ids share the token's low bits with no other node. */
@@ -139,4 +159,198 @@ ig_citus_next_token(int64 above)
 	}
 	Assert(token > above);
 	return token;
+}
+
+/*
+ * The shards of idem_gate.claims whose placement is on this node, each
+ * with its co-located shard of idem_gate.audit (same hash range, same
+ * node), in the caller's memory context.  SPI must be connected.  Each
+ * shard has one placement, so each claim is cleaned by exactly one node's
+ * janitor; a shard being moved is cleaned by its source until Citus
+ * switches the placement, and the logical replication of the move carries
+ * those changes to the target.
+ */
+List *
+ig_citus_local_shards(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *shards = NIL;
+
+	if (SPI_execute("SELECT 'idem_gate.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident("
+					"  'claims_' OPERATOR(pg_catalog.||) c.shardid),"
+					" 'idem_gate.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident("
+					"  'audit_' OPERATOR(pg_catalog.||) a.shardid)"
+					" FROM pg_catalog.pg_dist_shard c"
+					" JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) c.shardid"
+					" LEFT JOIN pg_catalog.pg_dist_shard a"
+					"  ON a.logicalrelid OPERATOR(pg_catalog.=) 'idem_gate.audit'::pg_catalog.regclass"
+					"  AND a.shardminvalue OPERATOR(pg_catalog.=) c.shardminvalue"
+					" WHERE c.logicalrelid OPERATOR(pg_catalog.=) 'idem_gate.claims'::pg_catalog.regclass"
+					"  AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g)"
+					" ORDER BY c.shardid", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list the local shards of idem_gate.claims");
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+		IgCitusShard *s = palloc0(sizeof(IgCitusShard));
+
+		s->claims = SPI_getvalue(tup, SPI_tuptable->tupdesc, 1);
+		s->audit = SPI_getvalue(tup, SPI_tuptable->tupdesc, 2);
+		shards = lappend(shards, s);
+		MemoryContextSwitchTo(old);
+	}
+	return shards;
+}
+
+/*
+ * A janitor statement made to work on one shard: every "idem_gate.claims "
+ * and "idem_gate.audit " of its text names the shard tables instead.
+ */
+char *
+ig_citus_shard_sql(const char *sql, const IgCitusShard *shard)
+{
+	StringInfoData buf;
+	const char *p = sql;
+
+	initStringInfo(&buf);
+	while (*p != '\0')
+	{
+		if (strncmp(p, "idem_gate.claims ", 17) == 0)
+		{
+			appendStringInfo(&buf, "%s ", shard->claims);
+			p += 17;
+		}
+		else if (strncmp(p, "idem_gate.audit ", 16) == 0 && shard->audit != NULL)
+		{
+			appendStringInfo(&buf, "%s ", shard->audit);
+			p += 16;
+		}
+		else
+			appendStringInfoChar(&buf, *p++);
+	}
+	return buf.data;
+}
+
+/* Citus's advisory lock class of a shard's metadata (resource_lock.h) */
+#define IG_CITUS_SHARD_METADATA_LOCK 4
+
+/* A shard of idem_gate.claims placed on this node. */
+typedef struct IgLocalShard
+{
+	int32		min;			/* its range of key hashes */
+	int32		max;
+	int64		shardid;
+	char	   *relname;		/* idem_gate.claims_<shardid>, quoted */
+	SPIPlanPtr	plans[IG_MAX_PLANS];
+} IgLocalShard;
+
+static IgLocalShard *ig_local_shards;
+static int	ig_nlocal_shards;
+
+/*
+ * Learn which shards of idem_gate.claims this node holds, forgetting the
+ * plans of the previous list.  Called with the shape, after every relcache
+ * invalidation of the table (Citus invalidates it when a placement
+ * changes).
+ */
+void
+ig_citus_load_shards(void)
+{
+	MemoryContext old;
+
+	for (int i = 0; i < ig_nlocal_shards; i++)
+	{
+		for (int j = 0; j < IG_MAX_PLANS; j++)
+			if (ig_local_shards[i].plans[j] != NULL)
+				SPI_freeplan(ig_local_shards[i].plans[j]);
+		pfree(ig_local_shards[i].relname);
+	}
+	if (ig_local_shards != NULL)
+		pfree(ig_local_shards);
+	ig_local_shards = NULL;
+	ig_nlocal_shards = 0;
+	if (!ig_shape.citus)
+		return;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT s.shardminvalue::pg_catalog.int4, s.shardmaxvalue::pg_catalog.int4,"
+					" s.shardid, 'idem_gate.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident("
+					"  'claims_' OPERATOR(pg_catalog.||) s.shardid)"
+					" FROM pg_catalog.pg_dist_shard s"
+					" JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid"
+					" JOIN pg_catalog.pg_dist_partition d ON d.logicalrelid OPERATOR(pg_catalog.=) s.logicalrelid"
+					" WHERE s.logicalrelid OPERATOR(pg_catalog.=) 'idem_gate.claims'::pg_catalog.regclass"
+					"  AND d.partmethod OPERATOR(pg_catalog.=) 'h'"
+					"  AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g)"
+					"  AND pg_catalog.to_regclass('idem_gate.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident("
+					"   'claims_' OPERATOR(pg_catalog.||) s.shardid)) IS NOT NULL",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list the local shards of idem_gate.claims");
+
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	ig_local_shards = palloc0(sizeof(IgLocalShard) * Max(SPI_processed, 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		IgLocalShard *sh = &ig_local_shards[i];
+		bool		isnull;
+
+		sh->min = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		sh->max = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		sh->shardid = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		sh->relname = SPI_getvalue(tup, desc, 4);
+	}
+	ig_nlocal_shards = SPI_processed;
+	MemoryContextSwitchTo(old);
+	SPI_finish();
+}
+
+/*
+ * The local shard holding key, locked against a move's final switch for
+ * the rest of the transaction, or -1 if the shard is on another node (the
+ * distributed table's SQL then reaches it).  Keys are placed by Citus's
+ * hash of the text, hashtext() under the column's deterministic collation.
+ */
+int
+ig_citus_key_shard(Datum key)
+{
+	int32		hash;
+
+	if (ig_nlocal_shards == 0)
+		return -1;
+	hash = DatumGetInt32(DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID, key));
+	for (int i = 0; i < ig_nlocal_shards; i++)
+	{
+		IgLocalShard *sh = &ig_local_shards[i];
+		LOCKTAG		tag;
+		int64		shardid = sh->shardid;
+
+		if (hash < sh->min || hash > sh->max)
+			continue;
+		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (shardid >> 32),
+							 (uint32) shardid, IG_CITUS_SHARD_METADATA_LOCK);
+		(void) LockAcquire(&tag, ShareLock, false, false);
+		/* a move that committed while we waited has invalidated the shape */
+		AcceptInvalidationMessages();
+		if (!ig_shape.valid)
+		{
+			ig_shape_load();
+			return ig_citus_key_shard(key);
+		}
+		return i;
+	}
+	return -1;
+}
+
+/* The plan slot of statement id on local shard i, and the shard's name. */
+SPIPlanPtr *
+ig_citus_shard_plan(int i, int id, const char **relname)
+{
+	Assert(i >= 0 && i < ig_nlocal_shards && id < IG_MAX_PLANS);
+	*relname = ig_local_shards[i].relname;
+	return &ig_local_shards[i].plans[id];
 }

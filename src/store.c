@@ -50,6 +50,7 @@
 #include "utils/timestamp.h"
 
 #include "idem_gate.h"
+#include "citus.h"
 #include "compat.h"
 #include "store.h"
 #include "store_int.h"
@@ -241,6 +242,7 @@ ig_shape_load(void)
 	ig_shape_decide(rel, state_type);
 	table_close(rel, AccessShareLock);
 	ig_shape.citus = ig_citus_table(relid, &ig_shape.citus_group);
+	ig_citus_load_shards();
 
 	if (relid != old_relid || had_token_issued != ig_shape.has_token_issued ||
 		had_citus != ig_shape.citus)
@@ -262,6 +264,14 @@ ig_store_has_token_issued(void)
 {
 	ig_shape_ensure();
 	return ig_shape.has_token_issued;
+}
+
+/* Is idem_gate.claims a Citus table here (rows in shards)? */
+bool
+ig_store_is_citus(void)
+{
+	ig_shape_ensure();
+	return ig_shape.citus;
 }
 
 /*

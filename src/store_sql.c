@@ -27,6 +27,7 @@
 #include "utils/timestamp.h"
 
 #include "idem_gate.h"
+#include "citus.h"
 #include "store_int.h"
 
 typedef enum IgPlanId
@@ -146,6 +147,8 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 
 static SPIPlanPtr ig_plans[IG_NUM_PLANS];
 
+StaticAssertDecl(IG_NUM_PLANS <= IG_MAX_PLANS, "too many plans for a shard");
+
 static char *ig_plan_text_local(IgPlanId id, bool has);
 
 /*
@@ -231,6 +234,8 @@ ig_exec(IgCall *call, IgPlanId id, Datum *values, const bool *isnull)
 	Oid			argtypes[IG_TOKEN_PARAM];
 	int			nargs = ig_plan_args(id, argtypes);
 	int			rc;
+	SPIPlanPtr *slot = &ig_plans[id];
+	const char *shard = NULL;
 
 	if (!call->spi_connected)
 	{
@@ -239,10 +244,26 @@ ig_exec(IgCall *call, IgPlanId id, Datum *values, const bool *isnull)
 		call->spi_connected = true;
 	}
 
-	if (ig_plans[id] == NULL)
+	/* on Citus, where this node holds the key's shard: the shard itself */
+	if (ig_shape.citus)
+	{
+		int			i = ig_citus_key_shard(call->key);
+
+		if (i >= 0)
+			slot = ig_citus_shard_plan(i, id, &shard);
+	}
+
+	if (*slot == NULL)
 	{
 		char	   *sql = ig_plan_text(id);
 		SPIPlanPtr	plan;
+
+		if (shard != NULL)
+		{
+			IgCitusShard sh = {(char *) shard, NULL};
+
+			sql = ig_citus_shard_sql(sql, &sh);
+		}
 
 		plan = SPI_prepare_cursor(sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
 		if (plan == NULL)
@@ -250,13 +271,13 @@ ig_exec(IgCall *call, IgPlanId id, Datum *values, const bool *isnull)
 				 sql, SPI_result_code_string(SPI_result));
 		if (SPI_keepplan(plan) != 0)
 			elog(ERROR, "SPI_keepplan failed");
-		ig_plans[id] = plan;
+		*slot = plan;
 		pfree(sql);
 	}
 
 	for (int i = 0; i < nargs; i++)
 		nulls[i] = (isnull != NULL && i < ig_plan_defs[id].nargs && isnull[i]) ? 'n' : ' ';
-	rc = SPI_execute_plan(ig_plans[id], values, nulls, false, 0);
+	rc = SPI_execute_plan(*slot, values, nulls, false, 0);
 	if (rc < 0)
 		elog(ERROR, "idem_gate query failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed > 1)

@@ -182,3 +182,30 @@ check "races: tokens only grow per key and client" "" "$(awk '$4 == "new" || $4 
 final=$(q "$COORD" "SELECT string_agg(key || '=' || token, ' ' ORDER BY key) FROM idem_gate.claims WHERE workflow = 'wf_race'")
 want=$(awk '$4 == "new" || $4 == "stale_taken" { if ($5 > m[$3]) m[$3] = $5 } END { for (k in m) print k "=" m[k] }' "$CITUS_BASE/race.all" | sort | tr '\n' ' ' | sed 's/ $//')
 check "races: each key holds its largest granted token" "$want" "$final"
+
+# -- the janitor: each node cleans the shards it holds --------------------
+# counters NAME: the sum over the workers, and the coordinator's
+counters() {
+	echo "$(q "$COORD" "SELECT sum(result::bigint) FROM run_command_on_workers('SELECT $1 FROM idem_gate.stats_counters()')") $(q "$COORD" "SELECT $1 FROM idem_gate.stats_counters()")"
+}
+q "$COORD" "INSERT INTO idem_gate.policies (workflow, retention, stuck_after) VALUES ('wf_jan', '1 hour', '1 hour')" >/dev/null
+for i in $(seq 1 20); do
+	echo "SELECT idem_claim('jan_$i', 'wf_jan');"
+	echo "SELECT idem_complete('jan_$i', 'wf_jan', NULL, '{}');"
+done | as_pg "$CITUS_BIN/psql" -X -q -h "$CITUS_BASE" -p "$COORD" -d postgres >/dev/null
+q "$COORD" "SELECT idem_claim('jan_stuck_1', 'wf_jan')" >/dev/null
+q "$COORD" "SELECT idem_claim('jan_stuck_2', 'wf_jan')" >/dev/null
+set -- $(counters deleted_completed); del_w=$1; del_c=$2
+set -- $(counters alerts); al_w=$1; al_c=$2
+q "$COORD" "UPDATE idem_gate.claims SET created_at = '2000-01-01', claimed_at = '2000-01-01', updated_at = '2000-01-01', completed_at = CASE WHEN state = 'completed' THEN '2000-01-01'::timestamptz END WHERE workflow = 'wf_jan'" >/dev/null
+for i in $(seq 1 30); do
+	left=$(q "$COORD" "SELECT count(*) FROM idem_gate.claims WHERE workflow = 'wf_jan' AND state = 'completed'")
+	[ "$left" = 0 ] && break
+	sleep 1
+done
+sleep 3	# more passes: nothing is deleted or alerted twice
+set -- $(counters deleted_completed)
+check "the janitors deleted the 20 expired rows, on the workers" "20 0" "$(( $1 - del_w )) $(( $2 - del_c ))"
+set -- $(counters alerts)
+check "the 2 stuck claims were alerted once each, across the cluster" "2 0" "$(( $1 - al_w )) $(( $2 - al_c ))"
+check "the stuck claims are kept" 2 "$(q "$COORD" "SELECT count(*) FROM idem_gate.claims WHERE workflow = 'wf_jan'")"
