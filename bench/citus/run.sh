@@ -89,10 +89,14 @@ for script in new dup cycle; do
 	echo "$script $st $ct $scpu $ccpu $w1cpu $w2cpu" >>"$CITUS_BASE/results"
 done
 echo
-echo "model (docs/citus.md): P cores per node, c = coordinator CPU per call, w = workers' CPU per call"
-awk -v cores="$(nproc)" '{
-	c = $5; w = $6 + $7
-	printf "%-6s c = %.3f ms, w = %.3f ms: one coordinator caps at %.0f calls/s per core;", $1, c, w, 1000 / c
-	printf " N workers of P cores give min(P/c, N*P/w): N=2: %.0f, N=4: %.0f, N=8: %.0f per core of P\n",
-		(1000/c < 2*1000/w ? 1000/c : 2*1000/w), (1000/c < 4*1000/w ? 1000/c : 4*1000/w), (1000/c < 8*1000/w ? 1000/c : 8*1000/w)
+echo "model (docs/citus.md), per core of each node: c = CPU per call on the node the client"
+echo "talks to (the coordinator), w = CPU per call on the node holding the key (the workers' sum);"
+echo "one coordinator and N workers: min(1/c, N/w) calls/s; clients spread over all N nodes: N/(c+w)"
+awk '{
+	c = $5 / 1000; w = ($6 + $7) / 1000
+	printf "%-6s c = %.3f ms, w = %.3f ms; one coordinator:", $1, c * 1000, w * 1000
+	for (n = 2; n <= 16; n *= 2) printf " N=%d %.0f", n, (1 / c < n / w ? 1 / c : n / w)
+	printf "; spread:"
+	for (n = 2; n <= 16; n *= 2) printf " N=%d %.0f", n, n / (c + w)
+	printf " (single server: %.0f)\n", 1000 / $4
 }' "$CITUS_BASE/results"

@@ -209,3 +209,10 @@ check "the janitors deleted the 20 expired rows, on the workers" "20 0" "$(( $1 
 set -- $(counters alerts)
 check "the 2 stuck claims were alerted once each, across the cluster" "2 0" "$(( $1 - al_w )) $(( $2 - al_c ))"
 check "the stuck claims are kept" 2 "$(q "$COORD" "SELECT count(*) FROM idem_gate.claims WHERE workflow = 'wf_jan'")"
+
+# -- the views on the coordinator show the whole cluster -------------------
+check "workflow_stats on the coordinator counts every shard" "wf_jan|2|0|0|0" \
+	"$(q "$COORD" "SELECT workflow, rows_processing, rows_failed_retryable, rows_needs_review, rows_completed_estimate FROM idem_gate.workflow_stats WHERE workflow = 'wf_jan'")"
+check "stats on the coordinator counts processing rows on every shard" \
+	"$(q "$COORD" "SELECT count(*) FROM idem_gate.claims WHERE state = 'processing'")" \
+	"$(q "$COORD" "SELECT rows_processing FROM idem_gate.stats")"

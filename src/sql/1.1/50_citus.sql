@@ -132,6 +132,29 @@ BEGIN
 		END IF;
 	END LOOP;
 
+	/*
+	 * idem_gate.workflow_stats walks the workflows with a recursive query,
+	 * which Citus cannot distribute.  On Citus its figures come from one
+	 * GROUP BY that every shard runs in parallel (the completed rows are
+	 * then counted, not estimated); same columns, same grants.
+	 */
+	IF pg_catalog.pg_get_viewdef('idem_gate.workflow_stats'::pg_catalog.regclass)
+		OPERATOR(pg_catalog.~~) '%RECURSIVE%' THEN
+		CREATE OR REPLACE VIEW idem_gate.workflow_stats AS
+		SELECT c.workflow,
+			pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state) AS rows_processing,
+			pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'failed_retryable'::idem_gate.state) AS rows_failed_retryable,
+			pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'needs_review'::idem_gate.state) AS rows_needs_review,
+			pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'completed'::idem_gate.state) AS rows_completed_estimate,
+			pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.min(c.updated_at)
+				FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state) AS oldest_processing_age,
+			pg_catalog.now() OPERATOR(pg_catalog.-) pg_catalog.min(c.updated_at)
+				FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'needs_review'::idem_gate.state) AS oldest_needs_review_age
+		FROM idem_gate.claims c
+		GROUP BY c.workflow;
+		steps := steps OPERATOR(pg_catalog.||) 'workflow_stats counted per shard'::text;
+	END IF;
+
 	IF pg_catalog.cardinality(steps) OPERATOR(pg_catalog.=) 0 THEN
 		RETURN 'already distributed';
 	END IF;
