@@ -51,6 +51,7 @@
 #include "miscadmin.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/ruleutils.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/inval.h"
@@ -259,6 +260,16 @@ void
 ig_citus_load_shards(void)
 {
 	MemoryContext old;
+	Oid			shard_rel = get_relname_relid("pg_dist_shard", PG_CATALOG_NAMESPACE);
+	Oid			placement_rel = get_relname_relid("pg_dist_placement", PG_CATALOG_NAMESPACE);
+	Oid			nsp = get_namespace_oid("idem_gate", false);
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData skey;
+	HeapTuple	tup;
+	List	   *local = NIL;
+	ListCell   *lc;
+	int			n = 0;
 
 	for (int i = 0; i < ig_nlocal_shards; i++)
 	{
@@ -271,42 +282,66 @@ ig_citus_load_shards(void)
 		pfree(ig_local_shards);
 	ig_local_shards = NULL;
 	ig_nlocal_shards = 0;
-	if (!ig_shape.citus)
+	if (!ig_shape.citus || !OidIsValid(shard_rel) || !OidIsValid(placement_rel))
 		return;
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute("SELECT s.shardminvalue::pg_catalog.int4, s.shardmaxvalue::pg_catalog.int4,"
-					" s.shardid, 'idem_gate.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident("
-					"  'claims_' OPERATOR(pg_catalog.||) s.shardid)"
-					" FROM pg_catalog.pg_dist_shard s"
-					" JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid"
-					" JOIN pg_catalog.pg_dist_partition d ON d.logicalrelid OPERATOR(pg_catalog.=) s.logicalrelid"
-					" WHERE s.logicalrelid OPERATOR(pg_catalog.=) 'idem_gate.claims'::pg_catalog.regclass"
-					"  AND d.partmethod OPERATOR(pg_catalog.=) 'h'"
-					"  AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g)"
-					"  AND pg_catalog.to_regclass('idem_gate.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident("
-					"   'claims_' OPERATOR(pg_catalog.||) s.shardid)) IS NOT NULL",
-					true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not list the local shards of idem_gate.claims");
+	/*
+	 * Citus's catalogs are read like PostgreSQL's, under the catalog
+	 * snapshot, which is new after every invalidation: a placement that a
+	 * shard move changed while this call waited for the shard's lock is
+	 * seen, whatever the snapshot of the caller's statement.
+	 */
+	rel = table_open(placement_rel, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		isnull;
+		int32		group = DatumGetInt32(heap_getattr(tup, 5, RelationGetDescr(rel), &isnull));
+
+		if (!isnull && group == ig_shape.citus_group)
+			local = lappend(local, DatumGetPointer(Int64GetDatum(
+				DatumGetInt64(heap_getattr(tup, 2, RelationGetDescr(rel), &isnull)))));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
 
 	old = MemoryContextSwitchTo(TopMemoryContext);
-	ig_local_shards = palloc0(sizeof(IgLocalShard) * Max(SPI_processed, 1));
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		IgLocalShard *sh = &ig_local_shards[i];
-		bool		isnull;
-
-		sh->min = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-		sh->max = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-		sh->shardid = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-		sh->relname = SPI_getvalue(tup, desc, 4);
-	}
-	ig_nlocal_shards = SPI_processed;
+	ig_local_shards = palloc0(sizeof(IgLocalShard) * Max(list_length(local), 1));
 	MemoryContextSwitchTo(old);
-	SPI_finish();
+
+	rel = table_open(shard_rel, AccessShareLock);
+	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ig_shape.relid));
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &skey);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		TupleDesc	desc = RelationGetDescr(rel);
+		bool		minnull;
+		bool		maxnull;
+		bool		isnull;
+		int64		shardid = DatumGetInt64(heap_getattr(tup, 2, desc, &isnull));
+		Datum		min = heap_getattr(tup, 4, desc, &minnull);
+		Datum		max = heap_getattr(tup, 5, desc, &maxnull);
+		char		name[NAMEDATALEN];
+		bool		here = false;
+
+		foreach(lc, local)
+			if (DatumGetInt64(PointerGetDatum(lfirst(lc))) == shardid)
+				here = true;
+		snprintf(name, sizeof(name), "claims_" INT64_FORMAT, shardid);
+		if (!here || minnull || maxnull || !OidIsValid(get_relname_relid(name, nsp)))
+			continue;
+		ig_local_shards[n].shardid = shardid;
+		ig_local_shards[n].min = pg_strtoint32(TextDatumGetCString(min));
+		ig_local_shards[n].max = pg_strtoint32(TextDatumGetCString(max));
+		ig_local_shards[n].relname = MemoryContextStrdup(TopMemoryContext,
+														 quote_qualified_identifier("idem_gate", name));
+		n++;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	ig_nlocal_shards = n;
+	list_free(local);
 }
 
 /*

@@ -36,6 +36,21 @@ fi
 	exit 1
 }
 
+# Citus's build needs these (configure checks curl, lz4 and zstd; the
+# server's headers include GSSAPI's and OpenSSL's)
+deps=()
+for p in libcurl4-openssl-dev liblz4-dev libzstd-dev libkrb5-dev libssl-dev; do
+	dpkg -s "$p" >/dev/null 2>&1 || deps+=("$p")
+done
+if [ ${#deps[@]} -gt 0 ]; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${deps[@]}" >/dev/null ||
+		{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${deps[@]}" >/dev/null; }
+fi
+[ -f "$("$PG_CONFIG" --includedir)/libpq-fe.h" ] || {
+	echo "ensure_citus: $("$PG_CONFIG" --includedir) has no libpq-fe.h (install libpq-dev, or link it into a copied tree)" >&2
+	exit 1
+}
+
 sum=$(sha256sum "$src" | cut -c1-16)
 cache=/var/cache/idem_gate/citus/$sum-pg$pgver
 if [ ! -f "$cache/done" ]; then

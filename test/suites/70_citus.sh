@@ -21,7 +21,7 @@ COORD=${CITUS_PORT:-56801}
 W1=$((COORD + 1))
 W2=$((COORD + 2))
 SOLO=$((COORD + 3))				# a server without Citus
-LONE=$((COORD + 4))				# a coordinator without workers
+LONE=$((COORD + 4))				# a coordinator without workers (then one: +5)
 . "$here/lib.sh"
 
 passed=0
@@ -31,7 +31,7 @@ not_ok() { failed=$((failed + 1)); echo "not ok - $1"; }
 # check NAME EXPECTED ACTUAL
 check() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: expected [$2], got [$3]"; fi; }
 finish() {
-	cluster_down "$COORD" "$W1" "$W2" "$SOLO" "$LONE"
+	cluster_down "$COORD" "$W1" "$W2" "$SOLO" "$LONE" "$((COORD + 5))"
 	echo "$passed passed, $failed failed"
 }
 trap finish EXIT
@@ -65,6 +65,22 @@ q "$LONE" "SELECT idem_claim('k1', 'wf')" >/dev/null
 check "rows on a coordinator without workers: 55000" 55000 "$(try "$LONE" "SELECT idem_gate.distribute()")"
 check "... and nothing changed" "0 1" "$(q "$LONE" "SELECT (SELECT count(*) FROM pg_dist_partition), (SELECT count(*) FROM idem_gate.claims)" | tr '|' ' ')"
 check "none of them distributed anything" 0 "$(q "$COORD" "SELECT count(*) FROM pg_dist_partition")"
+
+# the same coordinator with a worker: its rows move into the shards
+LONE_W=$((COORD + 5))
+node_init "$LONE_W"; node_start "$LONE_W"
+q "$LONE_W" "CREATE EXTENSION citus" >/dev/null
+q "$LONE" "SELECT citus_add_node('127.0.0.1', $LONE_W)" >/dev/null
+q "$LONE" "SELECT idem_claim('k2', 'wf')" >/dev/null
+q "$LONE" "SELECT idem_release('k2', 'wf', 'before distributing')" >/dev/null
+t1=$(q "$LONE" "SELECT token FROM idem_gate.claims WHERE key = 'k1'")
+q "$LONE" "SELECT idem_gate.distribute(4)" >/dev/null
+check "rows on a coordinator with a worker: moved into the shards" "1 1 0 0" \
+	"$(q "$LONE" "SELECT (SELECT count(*) FROM idem_gate.claims), (SELECT count(*) FROM idem_gate.audit), pg_relation_size('idem_gate.claims'), pg_relation_size('idem_gate.audit')" | tr '|' ' ')"
+q "$LONE" "SELECT idem_fail('k1', 'wf', NULL, 'failed before any side effect', true)" >/dev/null
+check "a moved claim is granted again with a larger token" "new t" \
+	"$(q "$LONE" "SELECT outcome, token > $t1 FROM idem_claim_ex('k1', 'wf')" | tr '|' ' ')"
+node_stop "$LONE_W" immediate
 
 # -- distribute() -------------------------------------------------------
 out=$(q "$COORD" "SELECT idem_gate.distribute(8)")

@@ -17,6 +17,7 @@ CREATE FUNCTION idem_gate.distribute(shard_count integer DEFAULT 32)
 RETURNS text
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
+SET client_min_messages = warning	-- Citus's notices of copying rows are handled here
 AS $$
 DECLARE
 	citus_version text;
