@@ -260,9 +260,9 @@ void
 ig_citus_load_shards(void)
 {
 	MemoryContext old;
-	Oid			shard_rel = get_relname_relid("pg_dist_shard", PG_CATALOG_NAMESPACE);
-	Oid			placement_rel = get_relname_relid("pg_dist_placement", PG_CATALOG_NAMESPACE);
-	Oid			nsp = get_namespace_oid("idem_gate", false);
+	Oid			shard_rel;
+	Oid			placement_rel;
+	Oid			nsp;
 	Relation	rel;
 	SysScanDesc scan;
 	ScanKeyData skey;
@@ -282,7 +282,12 @@ ig_citus_load_shards(void)
 		pfree(ig_local_shards);
 	ig_local_shards = NULL;
 	ig_nlocal_shards = 0;
-	if (!ig_shape.citus || !OidIsValid(shard_rel) || !OidIsValid(placement_rel))
+	if (!ig_shape.citus)
+		return;
+	shard_rel = get_relname_relid("pg_dist_shard", PG_CATALOG_NAMESPACE);
+	placement_rel = get_relname_relid("pg_dist_placement", PG_CATALOG_NAMESPACE);
+	nsp = get_namespace_oid("idem_gate", false);
+	if (!OidIsValid(shard_rel) || !OidIsValid(placement_rel))
 		return;
 
 	/*
@@ -299,8 +304,12 @@ ig_citus_load_shards(void)
 		int32		group = DatumGetInt32(heap_getattr(tup, 5, RelationGetDescr(rel), &isnull));
 
 		if (!isnull && group == ig_shape.citus_group)
-			local = lappend(local, DatumGetPointer(Int64GetDatum(
-				DatumGetInt64(heap_getattr(tup, 2, RelationGetDescr(rel), &isnull)))));
+		{
+			int64	   *id = palloc(sizeof(int64));
+
+			*id = DatumGetInt64(heap_getattr(tup, 2, RelationGetDescr(rel), &isnull));
+			local = lappend(local, id);
+		}
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
@@ -326,7 +335,7 @@ ig_citus_load_shards(void)
 		bool		here = false;
 
 		foreach(lc, local)
-			if (DatumGetInt64(PointerGetDatum(lfirst(lc))) == shardid)
+			if (*(int64 *) lfirst(lc) == shardid)
 				here = true;
 		snprintf(name, sizeof(name), "claims_" INT64_FORMAT, shardid);
 		if (!here || minnull || maxnull || !OidIsValid(get_relname_relid(name, nsp)))
@@ -341,7 +350,7 @@ ig_citus_load_shards(void)
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	ig_nlocal_shards = n;
-	list_free(local);
+	list_free_deep(local);
 }
 
 /*
