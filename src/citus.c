@@ -263,6 +263,11 @@ ig_citus_load_shards(void)
 	Oid			shard_rel;
 	Oid			placement_rel;
 	Oid			nsp;
+	AttrNumber	p_shardid,
+				p_group,
+				s_shardid,
+				s_min,
+				s_max;
 	Relation	rel;
 	SysScanDesc scan;
 	ScanKeyData skey;
@@ -296,18 +301,29 @@ ig_citus_load_shards(void)
 	 * shard move changed while this call waited for the shard's lock is
 	 * seen, whatever the snapshot of the caller's statement.
 	 */
+	/* columns by name: Citus's catalogs have dropped columns */
+	p_shardid = get_attnum(placement_rel, "shardid");
+	p_group = get_attnum(placement_rel, "groupid");
+	s_shardid = get_attnum(shard_rel, "shardid");
+	s_min = get_attnum(shard_rel, "shardminvalue");
+	s_max = get_attnum(shard_rel, "shardmaxvalue");
+	if (p_shardid == InvalidAttrNumber || p_group == InvalidAttrNumber ||
+		s_shardid == InvalidAttrNumber || s_min == InvalidAttrNumber ||
+		s_max == InvalidAttrNumber)
+		return;
+
 	rel = table_open(placement_rel, AccessShareLock);
 	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
 	while (HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
 		bool		isnull;
-		int32		group = DatumGetInt32(heap_getattr(tup, 5, RelationGetDescr(rel), &isnull));
+		int32		group = DatumGetInt32(heap_getattr(tup, p_group, RelationGetDescr(rel), &isnull));
 
 		if (!isnull && group == ig_shape.citus_group)
 		{
 			int64	   *id = palloc(sizeof(int64));
 
-			*id = DatumGetInt64(heap_getattr(tup, 2, RelationGetDescr(rel), &isnull));
+			*id = DatumGetInt64(heap_getattr(tup, p_shardid, RelationGetDescr(rel), &isnull));
 			local = lappend(local, id);
 		}
 	}
@@ -328,9 +344,9 @@ ig_citus_load_shards(void)
 		bool		minnull;
 		bool		maxnull;
 		bool		isnull;
-		int64		shardid = DatumGetInt64(heap_getattr(tup, 2, desc, &isnull));
-		Datum		min = heap_getattr(tup, 4, desc, &minnull);
-		Datum		max = heap_getattr(tup, 5, desc, &maxnull);
+		int64		shardid = DatumGetInt64(heap_getattr(tup, s_shardid, desc, &isnull));
+		Datum		min = heap_getattr(tup, s_min, desc, &minnull);
+		Datum		max = heap_getattr(tup, s_max, desc, &maxnull);
 		char		name[NAMEDATALEN];
 		bool		here = false;
 

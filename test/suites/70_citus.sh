@@ -157,6 +157,17 @@ for i in $(seq 1 20); do echo "SELECT idem_claim('push_many_$i', 'wf_push');"; d
 after=$(q "$COORD" "SELECT sum(result::bigint) FROM run_command_on_workers('SELECT claims_new FROM idem_gate.stats_counters()')")
 cafter=$(q "$COORD" "SELECT claims_new FROM idem_gate.stats_counters()")
 check "20 claims ran on the workers, none on the coordinator" "20 0" "$((after - before)) $((cafter - cbefore))"
+# on the node holding the key, the gate's SQL names the shard itself, with
+# plans kept per shard: Citus executes nothing locally on its behalf (it
+# reports each statement it would re-plan on the distributed table)
+kn=$(qk "$COORD" "SELECT pg_temp.key_node('push_1')")
+loc=$(as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$kn" -d postgres -Atq \
+	-c "SET citus.log_local_commands = on" -c "SET client_min_messages = log" \
+	-c "SELECT idem_claim('push_1', 'wf_push')" \
+	-c "SELECT idem_complete('push_1', 'wf_push')" \
+	-c "SELECT state FROM idem_gate.claims WHERE workflow = 'wf_push' AND key = 'push_1'" 2>&1)
+check "on the key's node the calls use the shard table directly (Citus only re-plans the plain SELECT)" \
+	"1 completed" "$(echo "$loc" | grep -c 'executing the command locally') $(echo "$loc" | tail -1)"
 # prepared, as n8n sends it: still delegated
 dbg=$(as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$COORD" -d postgres -Atq \
 	-c "PREPARE c(text, text) AS SELECT * FROM idem_claim_ex(\$1, \$2)" \
