@@ -22,13 +22,15 @@
  * the token a regrant replaces when a key arrives from a node whose
  * sequence ran ahead.
  *
- * Where this node holds the key's shard (always, inside a call Citus
+ * With idem_gate.citus_local_shards on (experimental, off by default),
+ * where this node holds the key's shard (always, inside a call Citus
  * delegated here), the store's SQL names the shard table itself, with
  * plans prepared once per shard, rather than the distributed table, which
- * Citus would plan again at every execution.  Like Citus's own writers,
- * such a call first takes the shard's metadata lock in share mode, which
- * a shard move takes exclusively for its final switch, and then checks
- * that the shard is still here.
+ * Citus plans again at every execution.  Like Citus's own writers, such a
+ * call first takes the shard's metadata lock in share mode, which a shard
+ * move takes exclusively for its final switch, and then checks that the
+ * shard is still here.  The fault run still lost acknowledged writes with
+ * it while shards moved, so it stays off until that is understood.
  *
  * The janitor: each node cleans the shards it holds, with its usual
  * statements aimed at the shard tables (Citus plans neither the ctid
@@ -234,6 +236,9 @@ ig_citus_shard_sql(const char *sql, const IgCitusShard *shard)
 	return buf.data;
 }
 
+/* idem_gate.citus_local_shards: use the local shard tables directly */
+bool		idem_citus_local_shards = false;
+
 /* Citus's advisory lock class of a shard's metadata (resource_lock.h) */
 #define IG_CITUS_SHARD_METADATA_LOCK 4
 
@@ -380,7 +385,7 @@ ig_citus_key_shard(Datum key)
 {
 	int32		hash;
 
-	if (ig_nlocal_shards == 0)
+	if (!idem_citus_local_shards || ig_nlocal_shards == 0)
 		return -1;
 	hash = DatumGetInt32(DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID, key));
 	for (int i = 0; i < ig_nlocal_shards; i++)

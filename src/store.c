@@ -102,6 +102,13 @@ ig_store_define_settings(void)
 							 true,
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("idem_gate.citus_local_shards",
+							 "On Citus, run the gate's SQL on the local shard table of the key, with plans kept per shard (experimental).",
+							 "Faster, but the Citus fault run (test/citus/faults.sh) lost acknowledged writes with it while shards moved; off routes every statement through the distributed table.",
+							 &idem_citus_local_shards,
+							 false,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
 }
 
 /* The shape was decided for this relation; the relcache changed since. */

@@ -74,6 +74,7 @@ extern IgWrite ig_direct_finish(IgCall *call, IgRow *row, IgState new_state,
 #define IG_MAX_PLANS 16
 
 /* citus.c */
+extern bool idem_citus_local_shards;
 extern bool ig_citus_table(Oid relid, int32 *group);
 extern int64 ig_citus_next_token(int64 above);
 extern void ig_citus_load_shards(void);

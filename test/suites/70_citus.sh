@@ -21,7 +21,7 @@ COORD=${CITUS_PORT:-56801}
 W1=$((COORD + 1))
 W2=$((COORD + 2))
 SOLO=$((COORD + 3))				# a server without Citus
-LONE=$((COORD + 4))				# a coordinator without workers (then one: +5)
+LONE=$((COORD + 4))				# a coordinator without workers (then one: +9)
 . "$here/lib.sh"
 
 passed=0
@@ -31,7 +31,9 @@ not_ok() { failed=$((failed + 1)); echo "not ok - $1"; }
 # check NAME EXPECTED ACTUAL
 check() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: expected [$2], got [$3]"; fi; }
 finish() {
-	cluster_down "$COORD" "$W1" "$W2" "$SOLO" "$LONE" "$((COORD + 5))"
+	local rc=$?
+	[ "$rc" -eq 0 ] || { failed=$((failed + 1)); echo "not ok - the suite stopped (exit $rc): see the messages above"; }
+	cluster_down "$COORD" "$W1" "$W2" "$SOLO" "$LONE" "$((COORD + 9))"
 	echo "$passed passed, $failed failed"
 }
 trap finish EXIT
@@ -67,7 +69,7 @@ check "... and nothing changed" "0 1" "$(q "$LONE" "SELECT (SELECT count(*) FROM
 check "none of them distributed anything" 0 "$(q "$COORD" "SELECT count(*) FROM pg_dist_partition")"
 
 # the same coordinator with a worker: its rows move into the shards
-LONE_W=$((COORD + 5))
+LONE_W=$((COORD + 9))
 node_init "$LONE_W"; node_start "$LONE_W"
 q "$LONE_W" "CREATE EXTENSION citus" >/dev/null
 q "$LONE" "SELECT citus_add_node('127.0.0.1', $LONE_W)" >/dev/null
@@ -157,16 +159,26 @@ for i in $(seq 1 20); do echo "SELECT idem_claim('push_many_$i', 'wf_push');"; d
 after=$(q "$COORD" "SELECT sum(result::bigint) FROM run_command_on_workers('SELECT claims_new FROM idem_gate.stats_counters()')")
 cafter=$(q "$COORD" "SELECT claims_new FROM idem_gate.stats_counters()")
 check "20 claims ran on the workers, none on the coordinator" "20 0" "$((after - before)) $((cafter - cbefore))"
-# on the node holding the key, the gate's SQL names the shard itself, with
-# plans kept per shard: Citus executes nothing locally on its behalf (it
-# reports each statement it would re-plan on the distributed table)
+# on the node holding the key, the gate's SQL goes through the distributed
+# table, which Citus executes locally (and reports with log_local_commands);
+# with idem_gate.citus_local_shards on (experimental) it names the shard
+# table itself, with plans kept per shard, and Citus executes nothing
 kn=$(qk "$COORD" "SELECT pg_temp.key_node('push_1')")
-loc=$(as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$kn" -d postgres -Atq \
-	-c "SET citus.log_local_commands = on" -c "SET client_min_messages = log" \
-	-c "SELECT idem_claim('push_1', 'wf_push')" \
-	-c "SELECT idem_complete('push_1', 'wf_push')" \
-	-c "SELECT state FROM idem_gate.claims WHERE workflow = 'wf_push' AND key = 'push_1'" 2>&1)
-check "on the key's node the calls use the shard table directly (Citus only re-plans the plain SELECT)" \
+local_run() {
+	as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$kn" -d postgres -Atq \
+		-c "SET idem_gate.citus_local_shards = $1" \
+		-c "SET citus.log_local_commands = on" -c "SET client_min_messages = log" \
+		-c "SELECT idem_claim('$2', 'wf_push')" \
+		-c "SELECT idem_complete('$2', 'wf_push')" \
+		-c "SELECT state FROM idem_gate.claims WHERE workflow = 'wf_push' AND key = '$2'" 2>&1
+}
+loc=$(local_run off push_1)
+n=$(echo "$loc" | grep -c 'executing the command locally')
+check "on the key's node the calls run on the local shard through Citus ($n statements)" \
+	"yes completed" "$([ "$n" -gt 1 ] && echo yes || echo no) $(echo "$loc" | tail -1)"
+k2=$(qk "$COORD" "SELECT k FROM (SELECT 'push_l' || i AS k FROM generate_series(1, 100) i) s WHERE pg_temp.key_node(k) = $kn LIMIT 1")
+loc=$(local_run on "$k2")
+check "with idem_gate.citus_local_shards on, they use the shard table directly (Citus only runs the plain SELECT)" \
 	"1 completed" "$(echo "$loc" | grep -c 'executing the command locally') $(echo "$loc" | tail -1)"
 # prepared, as n8n sends it: still delegated
 dbg=$(as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$COORD" -d postgres -Atq \
