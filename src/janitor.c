@@ -51,6 +51,7 @@
 #include "idem_gate.h"
 #include "audit.h"
 #include "call.h"
+#include "citus.h"
 #include "janitor.h"
 #include "stats.h"
 #include "store.h"
@@ -238,6 +239,7 @@ typedef struct IgPass
 	char	   *examples[IG_ALERT_EXAMPLES];
 	uint64		calls;			/* gate calls seen at the last batch */
 	int			limit;			/* rows per batch now */
+	const IgCitusShard *shard;	/* on Citus: the local shard being cleaned */
 } IgPass;
 
 /* The prepared statements, per catalog version. */
@@ -459,6 +461,18 @@ ig_jexec(IgPass *pass, IgJPlan id, Datum *values, const char *nulls)
 {
 	SPIPlanPtr *slot = &ig_jplans[pass->v11][id];
 
+	if (pass->shard != NULL && id != IG_JPLAN_POLICIES && id != IG_JPLAN_WATERMARK)
+	{
+		/* on Citus, the statement aimed at one local shard */
+		int			nargs;
+		Oid		   *argtypes;
+		char	   *sql = ig_jplan_sql(id, pass->v11, &nargs, &argtypes);
+
+		sql = ig_citus_shard_sql(sql, pass->shard);
+		if (SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0) < 0)
+			elog(ERROR, "idem_gate janitor query failed");
+		return;
+	}
 	if (*slot == NULL)
 	{
 		int			nargs;
@@ -570,6 +584,8 @@ ig_watermark(IgPass *pass, const char *workflow)
 {
 	ListCell   *lc;
 
+	if (pass->shard != NULL)
+		return DT_NOBEGIN;		/* on Citus: one watermark per node, not per shard */
 	foreach(lc, pass->watermarks)
 	{
 		IgWatermark *w = lfirst(lc);
@@ -789,6 +805,8 @@ ig_save_watermark(IgPass *pass, const char *workflow, TimestampTz upto)
 {
 	Datum		values[2];
 
+	if (pass->shard != NULL)
+		return;
 	values[0] = CStringGetTextDatum(workflow);
 	values[1] = TimestampTzGetDatum(upto);
 	ig_unit_begin(pass);
@@ -883,8 +901,49 @@ ig_catalog_is_1_1(IgPass *pass)
 }
 
 /*
+ * The steps of a pass over idem_gate.claims, or on Citus over one of the
+ * shards this node holds.
+ */
+static void
+ig_pass_steps(IgPass *pass)
+{
+	IgJanitorCounts *counts = pass->counts;
+
+	counts->deleted_completed += ig_step(pass, IG_STEP_DELETE_COMPLETED);
+	counts->deleted_failed += ig_step(pass, IG_STEP_DELETE_FAILED);
+	if (pass->v11)
+		pass->receipts_cleared += ig_step(pass, IG_STEP_CLEAR_RECEIPTS);
+	ig_step(pass, IG_STEP_STUCK);
+	if (pass->v11)
+		ig_prune_audit(pass);
+}
+
+/*
+ * The shards of idem_gate.claims this node holds, or NIL where the table
+ * is not a Citus table (citus set accordingly).
+ */
+static List *
+ig_local_shards(IgPass *pass, bool *citus)
+{
+	List	   *shards = NIL;
+
+	ig_unit_begin(pass);
+	*citus = ig_store_is_citus();
+	if (*citus)
+	{
+		MemoryContext old = MemoryContextSwitchTo(pass->cxt);
+
+		shards = ig_citus_local_shards();
+		MemoryContextSwitchTo(old);
+	}
+	ig_unit_end(pass);
+	return shards;
+}
+
+/*
  * One janitor pass.  own_transactions is true in the worker, which must be
- * outside any transaction when it calls this.
+ * outside any transaction when it calls this.  On Citus each node cleans
+ * the shards it holds, so each claim is cleaned once across the cluster.
  */
 void
 idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
@@ -892,6 +951,9 @@ idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 	IgPass		pass;
 	TimestampTz start = GetCurrentTimestamp();
 	MemoryContext caller = CurrentMemoryContext;
+	List	   *shards;
+	ListCell   *lc;
+	bool		citus;
 
 	memset(counts, 0, sizeof(*counts));
 	memset(&pass, 0, sizeof(pass));
@@ -906,15 +968,17 @@ idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 
 	pass.v11 = ig_catalog_is_1_1(&pass);
 	ig_load_policies(&pass);
-	counts->deleted_completed = ig_step(&pass, IG_STEP_DELETE_COMPLETED);
-	counts->deleted_failed = ig_step(&pass, IG_STEP_DELETE_FAILED);
-	if (pass.v11)
-		pass.receipts_cleared = ig_step(&pass, IG_STEP_CLEAR_RECEIPTS);
-	ig_step(&pass, IG_STEP_STUCK);
+	shards = ig_local_shards(&pass, &citus);
+	if (!citus)
+		ig_pass_steps(&pass);
+	foreach(lc, shards)
+	{
+		pass.shard = lfirst(lc);
+		ig_pass_steps(&pass);
+	}
+	pass.shard = NULL;
 	if (idem_stuck_action == IDEM_STUCK_REVIEW)
 		counts->escalated = counts->alerts;
-	if (pass.v11)
-		ig_prune_audit(&pass);
 
 	if (counts->alerts > 0)
 	{
