@@ -13,6 +13,13 @@
 # Uses the Citus installed for PG_CONFIG's server, or builds and caches it
 # (test/citus/ensure_citus.sh).  The long fault run: test/citus/faults.sh.
 set -euo pipefail
+# The Citus vendored here builds for PostgreSQL 15 (Citus 12.1); under the
+# test command's other majors this suite has nothing to run.
+if [ -n "${IDEM_PG_MAJOR:-}" ] && [ "$IDEM_PG_MAJOR" != 15 ]; then
+	echo "# Citus runs with PostgreSQL 15 here; nothing to do on $IDEM_PG_MAJOR"
+	echo "0 passed, 0 failed"
+	exit 0
+fi
 here=$(cd "$(dirname "$0")/../citus" && pwd)
 repo=$(cd "$here/../.." && pwd)
 export PG_CONFIG=${PG_CONFIG:-pg_config}

@@ -625,10 +625,9 @@ class Harness:
         ws = None
         while now() < end:
             try:
-                rows = new.query("SELECT (SELECT janitor_passes FROM idem_gate.stats_counters()),"
-                                 " (SELECT count(*) FROM pg_stat_activity"
-                                 "   WHERE backend_type = 'idem_gate janitor')")
-                if rows[0][0] and rows[0][0] > 0 and rows[0][1] > 0:
+                # janitors come for one pass each: count passes, not processes
+                rows = new.query("SELECT (SELECT janitor_passes FROM idem_gate.stats_counters())")
+                if rows[0][0] and rows[0][0] > 0:
                     ws = now() - t
                     break
             except psycopg2.Error:
@@ -724,12 +723,16 @@ class Harness:
         import checks
         worker_end = None
         end = now() + 30
+        passes = None
         while now() < end:
+            # the launcher runs, and janitor passes still complete
             rows = self.primary.query(
-                "SELECT count(*) FILTER (WHERE backend_type = 'idem_gate janitor'),"
-                " count(*) FILTER (WHERE backend_type = 'idem_gate launcher')"
-                " FROM pg_stat_activity")
-            if rows[0][0] > 0 and rows[0][1] > 0:
+                "SELECT (SELECT janitor_passes FROM idem_gate.stats_counters()),"
+                " (SELECT count(*) FROM pg_stat_activity"
+                "   WHERE backend_type = 'idem_gate launcher')")
+            if passes is None:
+                passes = rows[0][0]
+            elif rows[0][0] > passes and rows[0][1] > 0:
                 worker_end = now()
                 break
             time.sleep(0.2)
