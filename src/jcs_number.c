@@ -30,6 +30,7 @@
 #include "common/shortest_dec.h"
 
 #include "jcs.h"
+#include "jcs_number.h"
 
 /*
  * A decimal number: sign * 0.d1d2...dk * 10^n, with no leading or trailing

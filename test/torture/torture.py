@@ -20,6 +20,7 @@ import glob
 import json
 import os
 import random
+import shlex
 import shutil
 import signal
 import socket
@@ -31,7 +32,11 @@ import time
 import psycopg2
 import psycopg2.extensions
 
-BIN = '/usr/lib/postgresql/15/bin'
+# The PostgreSQL programs, and how to run them as postgres: the host's 15
+# unless scripts/test.sh points these at another major (in a Debian root,
+# run through chroot).
+BIN = os.environ.get('IDEM_PG_BIN', '/usr/lib/postgresql/15/bin')
+AS_POSTGRES = shlex.split(os.environ.get('IDEM_PG_AS_POSTGRES', 'runuser -u postgres --'))
 HERE = os.path.dirname(os.path.abspath(__file__))
 DB = 'torture'
 STALE = 1.0                     # seconds: the short stale interval
@@ -278,7 +283,7 @@ class Client:
 # --------------------------------------------------------------------------
 
 def as_postgres(args, **kw):
-    return subprocess.run(['runuser', '-u', 'postgres', '--'] + args,
+    return subprocess.run(AS_POSTGRES + args,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, **kw)
 
@@ -424,7 +429,7 @@ class Harness:
     def __init__(self, a):
         self.a = a
         self.rng = random.Random(a.seed)
-        self.work = tempfile.mkdtemp(prefix='idem_torture.', dir='/tmp')
+        self.work = tempfile.mkdtemp(prefix='idem_torture.')   # in TMPDIR, default /tmp
         os.chmod(self.work, 0o755)
         for d in ('clients', 'progress'):
             os.mkdir(os.path.join(self.work, d))
@@ -737,7 +742,7 @@ class Harness:
                     ' created_at, claimed_at, updated_at, completed_at FROM idem_gate.claims')
         final = cur.fetchall()
         amcheck = []
-        for idx in ('idem_gate.claims_pkey', 'idem_gate.claims_state_updated_at'):
+        for idx in ('idem_gate.claims_pkey', 'idem_gate.claims_state_workflow_updated_at'):
             try:
                 cur.execute('SELECT bt_index_check(%s::regclass, true)', (idx,))
             except psycopg2.Error as e:
