@@ -152,5 +152,21 @@ COMMIT;
 SELECT je_warning('alone');
 DROP FUNCTION je_warning(text);
 
+------------------------------------------------------------------------
+-- the audit trail is pruned in batches too: with batch_size = 2, five rows
+-- older than idem_gate.audit_retention all go in one pass
+------------------------------------------------------------------------
+INSERT INTO idem_gate.audit (at, session_role, acting_role, action, workflow, key)
+SELECT now() - ((400 + i) || ' days')::interval, 'je', 'je', 'resolve', 'je_audit', 'old_' || i
+  FROM generate_series(1, 5) i;
+INSERT INTO idem_gate.audit (at, session_role, acting_role, action, workflow, key)
+VALUES (now() - interval '399 days', 'je', 'je', 'resolve', 'je_audit', 'young');
+SET idem_gate.batch_size = 2;
+SET client_min_messages = error;
+SELECT deleted_completed, deleted_failed FROM idem_gate.janitor_run();
+RESET client_min_messages;
+RESET idem_gate.batch_size;
+SELECT key FROM idem_gate.audit WHERE workflow = 'je_audit' ORDER BY key;
+
 DROP FUNCTION je_row(text, text, text, interval, interval);
 TRUNCATE idem_gate.claims;

@@ -66,6 +66,17 @@ SELECT d AS doc, pg_temp.jte_ascii(idem_canonical(d::json)) AS canonical,
 	'{"":{"":[""]}}'
   ]) d;
 
+-- every ASCII character alone in a string, through both parsers: the
+-- RFC 8785 short escapes, \u00xx for the other controls, the rest raw
+SELECT count(*) AS ascii_checked,
+	   count(*) FILTER (WHERE idem_canonical(to_jsonb(chr(i))) = e AND idem_canonical(to_json(chr(i))) = e) AS ascii_ok,
+	   string_agg(i::text, ',') FILTER (WHERE idem_canonical(to_jsonb(chr(i))) <> e OR idem_canonical(to_json(chr(i))) <> e) AS wrong
+  FROM generate_series(1, 127) i,
+	   LATERAL (SELECT '"' || CASE i WHEN 8 THEN '\b' WHEN 9 THEN '\t' WHEN 10 THEN '\n' WHEN 12 THEN '\f'
+							  WHEN 13 THEN '\r' WHEN 34 THEN '\"' WHEN 92 THEN '\\'
+							  ELSE CASE WHEN i < 32 THEN '\u00' || lpad(to_hex(i), 2, '0') ELSE chr(i) END
+						 END || '"' AS e) x;
+
 -- the last code point, from the issue
 SELECT idem_canonical('"\udbff\udfff"'::json) = U&'"\+10FFFF"' AS last_code_point,
 	   idem_canonical('"\ud800\udc00"'::json) = U&'"\+010000"' AS first_astral;
