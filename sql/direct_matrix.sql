@@ -203,6 +203,16 @@ GRANT SELECT ON idem_gate.claims TO regress_matrix_owner;
 GRANT USAGE ON SEQUENCE idem_gate.token_seq TO regress_matrix_owner;
 SELECT * FROM matrix_compare('the owner may read but not write');
 ROLLBACK;
+BEGIN;
+DELETE FROM idem_gate.claims;
+ALTER FUNCTION idem_claim_ex(text, text, interval, text, text) OWNER TO regress_matrix_owner;
+ALTER FUNCTION idem_claim(text, text, interval) OWNER TO regress_matrix_owner;
+ALTER FUNCTION idem_complete(text, text, bigint, jsonb) OWNER TO regress_matrix_owner;
+ALTER FUNCTION idem_fail(text, text, bigint, text, boolean) OWNER TO regress_matrix_owner;
+GRANT INSERT, UPDATE ON idem_gate.claims TO regress_matrix_owner;
+GRANT USAGE ON SEQUENCE idem_gate.token_seq TO regress_matrix_owner;
+SELECT * FROM matrix_compare('the owner may write but not read');
+ROLLBACK;
 DROP OWNED BY regress_matrix_owner;
 DROP ROLE regress_matrix_owner;
 

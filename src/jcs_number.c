@@ -283,26 +283,6 @@ jcs_double_digits(double x, char *buf, JcsDecimal *d)
 }
 
 /*
- * Write a finite double as ECMAScript does; out must hold 32 bytes.
- * Returns the length.  For C callers that hold a double rather than
- * decimal text.
- */
-int
-jcs_format_double(double x, char *out)
-{
-	char		buf[40];
-	JcsDecimal	d;
-
-	if (x == 0)
-	{
-		out[0] = '0';
-		return 1;
-	}
-	jcs_double_digits(fabs(x), buf, &d);
-	return jcs_layout(x < 0, d.digits, d.ndigits, d.n, out);
-}
-
-/*
  * Show a number in an error message: as written when short, otherwise as
  * its leading digits, exponent and digit count.
  */

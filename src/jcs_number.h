@@ -11,6 +11,5 @@
 #include "jcs.h"
 
 extern void jcs_put_number(JcsState *st, const char *num, size_t len);
-extern int	jcs_format_double(double x, char *out);
 
 #endif							/* IDEM_GATE_JCS_NUMBER_H */

@@ -285,14 +285,6 @@ ig_shape_ensure(void)
 		ig_shape_load();
 }
 
-/* Does this database's idem_gate.claims have the 1.1 column token_issued? */
-bool
-ig_store_has_token_issued(void)
-{
-	ig_shape_ensure();
-	return ig_shape.has_token_issued;
-}
-
 /* Is idem_gate.claims a Citus table here (rows in shards)? */
 bool
 ig_store_is_citus(void)
