@@ -29,6 +29,8 @@ set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 PORT=${IDEM_TEST_PORT:-55432}
 export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+# Citus has no Debian package; its sources, where a checkout has them beside it
+[ -d "$REPO/../shared/vendor" ] && export IDEM_CITUS_VENDOR=$(cd "$REPO/../shared/vendor" && pwd)
 
 quick=0
 for arg in "$@"; do

@@ -3,7 +3,8 @@
 #
 # Uses a Citus already installed for that server (its pkglibdir holds
 # citus.so); else installs a cached build; else builds one from the tarball
-# named by CITUS_SRC, or from ../shared/vendor/ next to the repository
+# named by CITUS_SRC, or from IDEM_CITUS_VENDOR (scripts/test.sh points it
+# at ../shared/vendor/ next to the repository), or from ../shared/vendor/
 # (Citus has no Debian package), and caches it under
 # /var/cache/idem_gate/citus/ keyed by the tarball's digest and the
 # server's exact version.  Prints the Citus version it made available.
@@ -27,13 +28,13 @@ src=${CITUS_SRC:-}
 if [ -z "$src" ]; then
 	# Citus 12.1 builds for PostgreSQL 14-16, Citus 14.0 for 16-18.
 	if [ "$major" -le 16 ]; then v=12.1.12; else v=14.0.1; fi
-	for d in "$repo/../shared/vendor" "${IDEM_SHARED:-$repo/../shared}/vendor"; do
+	for d in ${IDEM_CITUS_VENDOR:+"$IDEM_CITUS_VENDOR"} "$repo/../shared/vendor"; do
 		if [ -f "$d/citus-$v.tar.gz" ]; then src="$d/citus-$v.tar.gz"; break; fi
 	done
 fi
 [ -n "$src" ] && [ -f "$src" ] || {
 	echo "ensure_citus: no Citus for PostgreSQL $pgver: install it, or set CITUS_SRC to a Citus source tarball" >&2
-	exit 1
+	exit 3
 }
 
 # Citus's build needs these (configure checks curl, lz4 and zstd; the

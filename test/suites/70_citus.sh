@@ -46,7 +46,16 @@ finish() {
 trap finish EXIT
 
 start=$(date +%s)
-echo "citus $("$here/ensure_citus.sh") for PostgreSQL $("$PG_CONFIG" --version | awk '{print $2}') ($(( $(date +%s) - start )) s)"
+# Citus has no Debian package: where neither an installed Citus nor its
+# source is at hand, there is nothing to test
+rc=0
+cv=$("$here/ensure_citus.sh") || rc=$?
+if [ "$rc" = 3 ]; then
+	echo "# no Citus installed and no Citus source at hand (CITUS_SRC): nothing to run"
+	exit 0
+fi
+[ "$rc" = 0 ] || { not_ok "Citus could not be made available"; exit 1; }
+echo "citus $cv for PostgreSQL $("$PG_CONFIG" --version | awk '{print $2}') ($(( $(date +%s) - start )) s)"
 cluster_up "$COORD" "$W1" "$W2"
 node_init "$SOLO" idem_gate; node_start "$SOLO"
 node_init "$LONE"; node_start "$LONE"
