@@ -34,7 +34,6 @@ sessions of the exact phase interleaved in one thread, so the whole run is
 determined by the seed).  Ends with one line "N passed, N failed".
 """
 import argparse
-import copy
 import json
 import os
 import random
@@ -105,13 +104,8 @@ def quote_lit(s):
     return "'" + s.replace("'", "''") + "'"
 
 
-class Clock:
-    """A timestamp known to lie in [lo, hi] (seconds since the epoch)."""
-
-    @staticmethod
-    def exact(v):
-        return (v, v)
-
+# A timestamp the model knows is a pair (lo, hi) of seconds since the epoch:
+# the write happened between the call's send and its answer.
 
 def ts_ok(bounds, v):
     return bounds[0] - EPS <= v <= bounds[1] + EPS
@@ -208,7 +202,7 @@ class Session:
                    wk)
 
     # ----------------------------------------------------------------- calls
-    def call(self, conn, sql, args, fetch='all'):
+    def call(self, conn, sql, args):
         """Run one statement; returns (rows or None, sqlstate or None, t_send, t_recv)."""
         g = self.run.global_max_token
         cur = conn.cursor()
@@ -899,7 +893,6 @@ class Session:
             ops += [self.op_resolve, self.op_release]
         for _ in range(self.rng.randint(1, 3)):
             op = self.rng.choice(ops)
-            before = conn.get_transaction_status()
             r = op(conn=conn, role=role, tstart=tstart)
             if conn.get_transaction_status() == psycopg2.extensions.TRANSACTION_STATUS_INERROR:
                 ok = False
@@ -1289,15 +1282,13 @@ class Run:
                 else:
                     reasons = [s.row_matches(m, a) for m, _ in alts]
                     s.fail(wk, 'after the janitor pass: %s' % '; '.join(reasons))
-                if a is None and alts[0][0] is not None:
-                    pass
             want = (tot[0] + tot[1], tot[0], tot[1], tot[2], tot[2] if action == 'review' else 0)
             if tuple(counts) != want:
                 s.fail(None, 'janitor_run() counts %r; model %r' % (tuple(counts), want))
             for wk in plan:
                 if wk in escalations:
                     m = escalations[wk]
-                    self.audit_check_via(s, wk, [{'session': self.roles[role], 'acting': self.roles['super'],
+                    s.check_audit(wk, [{'session': self.roles[role], 'acting': self.roles['super'],
                                                   'action': 'escalate', 'before': 'processing',
                                                   'after': 'needs_review', 'token': m['token'],
                                                   'reason': m['last_error'], 'at': now}])
@@ -1308,9 +1299,6 @@ class Run:
                 n = c2.fetchone()[0]
                 if n:
                     s.fail(None, 'audit rows older than idem_gate.audit_retention = 1 s remain: %d' % n)
-
-    def audit_check_via(self, s, wk, expected):
-        s.check_audit(wk, expected)
 
     # ------------------------------------------------------- exact phase
     def exact_phase(self, deadline, max_steps):
@@ -1404,12 +1392,8 @@ class Run:
                             res = None
                         if res is not None:
                             for kk, o, t in res:
-                                if (o in ('new', 'stale_taken')) != (t is not None):
-                                    if not (o == 'new' and t is None and False):
-                                        pass
                                 if o in ('new', 'stale_taken'):
-                                    if t is None and not (r >= 0.30 and False):
-                                        # a repeat in a batch is in_flight, so a grant always has its token
+                                    if t is None:
                                         bad('grant %s of %r without a token' % (o, kk))
                                     grants.append((kk, t, ex, o, t0, t1, tid))
                                     held[kk] = t
