@@ -1392,6 +1392,7 @@ class Run:
                             res = None
                         if res is not None:
                             for kk, o, t in res:
+                                self.count('concurrent claim -> %s' % o)
                                 if o in ('new', 'stale_taken'):
                                     if t is None:
                                         bad('grant %s of %r without a token' % (o, kk))
@@ -1451,6 +1452,7 @@ class Run:
                                 sc2.execute('COMMIT')
                     except psycopg2.Error as e:
                         code = e.pgcode
+                        self.count('concurrent %s %s' % (kind, code))
                         ok = {'55000', 'P0002'}
                         if kind == 'nulltoken':
                             ok = {'22004', 'P0002'}
