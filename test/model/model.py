@@ -534,6 +534,15 @@ class Session:
         if role is None:
             role = self.role_for('client')
             conn = self.conns[role]
+        shape = self.rng.random()
+        if shape < 0.02:
+            # the whole array NULL: 22004, or two-dimensional: refused
+            # whatever the other arguments say
+            args = (None if shape < 0.01 else [['k0', 'k1'], ['k2', 'k0']], wf, iv, fps, exec_id)
+            rows, err, t0, t1, g = self.call(
+                conn, 'SELECT * FROM idem_claim_many(%s::text[], %s::text, %s::interval, %s::text[], %s::text)', args)
+            return self.expect_error(None, 'idem_claim_many%r' % (args,), err,
+                                     {'22004'} if shape < 0.01 else {'2202E', '22023'}, t0, t1)
         args = (keys, wf, iv, fps, exec_id)
         what = 'idem_claim_many%r' % (args,)
         rows, err, t0, t1, g = self.call(
@@ -1029,7 +1038,7 @@ class Run:
         self.global_max_token = 0
         self.lock = threading.Lock()
         self.rw = RWLock()
-        self.expected_codes = {'22004', '22023', 'P0002', '55000', 'IG001', '42501'}
+        self.expected_codes = {'22004', '22023', 'P0002', '55000', 'IG001', '42501', '2202E'}
         self.policies = {}
         self.failure = None
         self.stats = {}
