@@ -40,3 +40,6 @@ idem_gate--1.0--1.1.sql: $(sort $(wildcard src/sql/1.1/*.sql))
 
 idem_gate--1.1.sql: idem_gate--1.0.sql idem_gate--1.0--1.1.sql
 	cat $^ > $@
+
+# Every object depends on every header of src/: a changed struct rebuilds all.
+$(OBJS): $(wildcard $(srcdir)/src/*.h)

@@ -51,6 +51,8 @@ static const char *const ig_outcome_names[IG_NUM_OUTCOMES] = {
  */
 #define IG_MAX_NAME_BYTES	1300
 
+int			idem_max_key_length = 255;
+
 /*
  * Enum label OIDs, looked up once per backend and again only if the type's
  * OID changes (the extension was dropped and created again).
@@ -63,6 +65,25 @@ typedef struct IgEnumCache
 
 static IgEnumCache ig_state_cache;
 static IgEnumCache ig_outcome_cache;
+
+/*
+ * Define idem_gate.max_key_length: the limit is the call frame's, checked
+ * for every key and workflow argument.
+ */
+void
+ig_call_define_settings(void)
+{
+	DefineCustomIntVariable("idem_gate.max_key_length",
+							"Longest accepted key or workflow name, in characters.",
+							"Longer values are refused with SQLSTATE 22023; derive a shorter key with idem_hash(). A key or workflow also takes at most 1300 bytes.",
+							&idem_max_key_length,
+							255,
+							1,
+							1000,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+}
 
 /*
  * Make a value printable in a message: long keys are cut, so that an error
@@ -338,10 +359,15 @@ ig_call_open(FunctionCallInfo fcinfo, IgCall *call, const char *fname,
 
 	call->callcxt = CurrentMemoryContext;
 	ig_call_act_as_owner(fcinfo, &call->save_userid, &call->save_sec_context);
+	ig_acl_check(call->save_userid, GetUserId(), call->workflow_str);
 	call->guc_level = 0;
 	call->writes = writes;
 	call->rel = NULL;
 	call->spi_connected = false;
+	call->probe = NULL;
+	call->inserter = NULL;
+	call->fresh_snapshot = true;
+	call->acl_checked = 0;
 }
 
 /*

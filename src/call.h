@@ -41,8 +41,18 @@ typedef struct IgCall
 	bool		writes;			/* the call may write idem_gate.claims */
 	Relation	rel;			/* idem_gate.claims, opened on first use */
 	bool		spi_connected;	/* only the SQL path needs SPI */
+	/* kept for the call, so that a batch sets them up once (store.c) */
+	void	   *probe;			/* the primary key's open scan */
+	void	   *inserter;		/* the direct insert's executor state */
+	bool		fresh_snapshot; /* the next probe takes a new snapshot */
+	uint32		acl_checked;	/* privileges checked in this call (AclMode) */
 } IgCall;
 
+/* idem_gate.max_key_length */
+extern int	idem_max_key_length;
+
+extern void ig_call_define_settings(void);
+extern char *idem_display(const char *s);
 extern void ig_call_begin(FunctionCallInfo fcinfo, IgCall *call,
 						  const char *fname, bool writes);
 extern void ig_call_open(FunctionCallInfo fcinfo, IgCall *call,
@@ -65,6 +75,11 @@ extern Datum ig_state_datum(Oid typoid, IgState state);
 extern Datum ig_outcome_datum(Oid typoid, IgOutcome outcome);
 extern IgState ig_state_from_datum(Oid typoid, Datum d);
 extern Oid	ig_rettype(FunctionCallInfo fcinfo, const char *name);
+
+/* per-workflow access (acl.c) */
+extern bool idem_workflow_acl;
+extern void ig_acl_check(Oid caller, Oid owner, const char *workflow);
+extern void idem_acl_define_settings(void);
 
 /* errors */
 extern void ig_error_no_claim(IgCall *call, const char *verb);

@@ -40,6 +40,7 @@ typedef struct IgWriter
 	EState	   *estate;
 	ResultRelInfo *rri;
 	TupleTableSlot *slot;		/* virtual: the row to write */
+	List	   *arbiter;		/* the primary key, for an insert */
 } IgWriter;
 
 /*
@@ -122,55 +123,67 @@ IgWrite
 ig_direct_insert(IgCall *call, const IgGrant *grant, bool precheck,
 				 TimestampTz now, IgRow *row)
 {
-	IgWriter	w;
+	IgWriter   *w = call->inserter;
 	int64		token;
-	List	   *arbiter;
 	ItemPointerData conflict_tid;
 	bool		committed = false;	/* the pre-check found a committed row */
 	bool		conflict = false;	/* the insert met a concurrent one */
 
-	ig_writer_begin(&w, call, NULL, 0, precheck);
+	/*
+	 * One writer serves every insert of the call (a batch claims many keys),
+	 * opened with what the pre-check needs.
+	 */
+	if (w == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(call->callcxt);
 
-	memset(w.slot->tts_isnull, true,
-		   sizeof(bool) * RelationGetDescr(w.rel)->natts);
+		w = palloc0(sizeof(IgWriter));
+		ig_writer_begin(w, call, NULL, 0, true);
+		w->arbiter = list_make1_oid(ig_shape.pk_index);
+		call->inserter = w;
+		MemoryContextSwitchTo(old);
+	}
+	w->estate->es_output_cid = GetCurrentCommandId(true);
+
+	ExecClearTuple(w->slot);
+	memset(w->slot->tts_isnull, true,
+		   sizeof(bool) * RelationGetDescr(w->rel)->natts);
 	token = nextval_internal(ig_shape.token_seq, true);
-	ig_writer_set(&w, IG_COL_WORKFLOW, call->workflow, false);
-	ig_writer_set(&w, IG_COL_KEY, call->key, false);
-	ig_writer_set(&w, IG_COL_STATE,
+	ig_writer_set(w, IG_COL_WORKFLOW, call->workflow, false);
+	ig_writer_set(w, IG_COL_KEY, call->key, false);
+	ig_writer_set(w, IG_COL_STATE,
 				  ig_state_datum(ig_shape.state_type, IG_PROCESSING), false);
-	ig_writer_set(&w, IG_COL_ATTEMPT, Int32GetDatum(1), false);
-	ig_writer_set(&w, IG_COL_TOKEN, Int64GetDatum(token), false);
-	ig_writer_set(&w, IG_COL_EXECUTION_ID,
+	ig_writer_set(w, IG_COL_ATTEMPT, Int32GetDatum(1), false);
+	ig_writer_set(w, IG_COL_TOKEN, Int64GetDatum(token), false);
+	ig_writer_set(w, IG_COL_EXECUTION_ID,
 				  grant->has_exec ? ig_untoasted(grant->execution_id) : (Datum) 0,
 				  !grant->has_exec);
-	ig_writer_set(&w, IG_COL_FINGERPRINT,
+	ig_writer_set(w, IG_COL_FINGERPRINT,
 				  grant->has_fp ? ig_untoasted(grant->fingerprint) : (Datum) 0,
 				  !grant->has_fp);
-	ig_writer_set(&w, IG_COL_CREATED_AT, TimestampTzGetDatum(now), false);
-	ig_writer_set(&w, IG_COL_CLAIMED_AT, TimestampTzGetDatum(now), false);
-	ig_writer_set(&w, IG_COL_UPDATED_AT, TimestampTzGetDatum(now), false);
-	ig_writer_set(&w, IG_COL_TOKEN_ISSUED, BoolGetDatum(grant->token_issued), false);
-	ExecStoreVirtualTuple(w.slot);
+	ig_writer_set(w, IG_COL_CREATED_AT, TimestampTzGetDatum(now), false);
+	ig_writer_set(w, IG_COL_CLAIMED_AT, TimestampTzGetDatum(now), false);
+	ig_writer_set(w, IG_COL_UPDATED_AT, TimestampTzGetDatum(now), false);
+	ig_writer_set(w, IG_COL_TOKEN_ISSUED, BoolGetDatum(grant->token_issued), false);
+	ExecStoreVirtualTuple(w->slot);
 
-	arbiter = list_make1_oid(ig_shape.pk_index);
 	if (precheck &&
-		!ig_compat_check_index_constraints(w.rri, w.slot, w.estate,
-										   &conflict_tid, arbiter))
+		!ig_compat_check_index_constraints(w->rri, w->slot, w->estate,
+										   &conflict_tid, w->arbiter))
 		committed = true;
 	else
 	{
 		TransactionId xid = GetCurrentTransactionId();
 		uint32		spec_token = SpeculativeInsertionLockAcquire(xid);
 
-		table_tuple_insert_speculative(w.rel, w.slot, w.estate->es_output_cid,
+		table_tuple_insert_speculative(w->rel, w->slot, w->estate->es_output_cid,
 									   0, NULL, spec_token);
-		ig_compat_insert_index_tuples(w.rri, w.slot, w.estate, false, true,
-									  &conflict, arbiter);
-		table_tuple_complete_speculative(w.rel, w.slot, spec_token, !conflict);
+		ig_compat_insert_index_tuples(w->rri, w->slot, w->estate, &conflict,
+									  w->arbiter);
+		table_tuple_complete_speculative(w->rel, w->slot, spec_token, !conflict);
 		SpeculativeInsertionLockRelease(xid);
 	}
-	list_free(arbiter);
-	ig_writer_end(&w);
+	ResetPerTupleExprContext(w->estate);
 
 	if (committed)
 	{
@@ -197,6 +210,18 @@ ig_direct_insert(IgCall *call, const IgGrant *grant, bool precheck,
 	return IG_WRITE_DONE;
 }
 
+/* Close the call's insert writer, if it opened one. */
+void
+ig_direct_close(IgCall *call)
+{
+	IgWriter   *w = call->inserter;
+
+	if (w == NULL)
+		return;
+	ig_writer_end(w);
+	call->inserter = NULL;
+}
+
 /*
  * The owner's transition of a processing row read by the probe (with its
  * tuple) to new_state, storing value in the receipt or the error column.
@@ -216,7 +241,7 @@ ig_direct_finish(IgCall *call, IgRow *row, IgState new_state, Datum value,
 	TM_Result	result;
 	TM_FailureData tmfd;
 	LockTupleMode lockmode;
-	bool		update_indexes;
+	IgIndexUpdate update_indexes;
 
 	CheckCmdReplicaIdentity(ig_store_rel(call), CMD_UPDATE);
 	ig_writer_begin(&w, call, updated, lengthof(updated), false);
@@ -232,15 +257,15 @@ ig_direct_finish(IgCall *call, IgRow *row, IgState new_state, Datum value,
 				  isnull ? (Datum) 0 : ig_untoasted(value), isnull);
 	ExecStoreVirtualTuple(w.slot);
 
-	result = ig_compat_tuple_update(w.rel, &row->tid, w.slot,
-									w.estate->es_output_cid, &tmfd, &lockmode,
-									&update_indexes);
+	result = table_tuple_update(w.rel, &row->tid, w.slot,
+								w.estate->es_output_cid, GetActiveSnapshot(),
+								InvalidSnapshot, true, &tmfd, &lockmode,
+								&update_indexes);
 	switch (result)
 	{
 		case TM_Ok:
-			if (update_indexes)
-				ig_compat_insert_index_tuples(w.rri, w.slot, w.estate, true,
-											  false, NULL, NIL);
+			ig_compat_update_index_tuples(w.rri, w.slot, w.estate,
+										  update_indexes);
 			break;
 		case TM_Updated:
 		case TM_Deleted:

@@ -17,12 +17,13 @@
 #include "utils/timestamp.h"
 
 #include "idem_gate.h"
+#include "call.h"
 #include "janitor.h"
+#include "store.h"
 #include "stats.h"
 
 PG_MODULE_MAGIC;
 
-int			idem_max_key_length = 255;
 bool		idem_preloaded = false;
 
 /*
@@ -54,18 +55,10 @@ _PG_init(void)
 {
 	idem_preloaded = process_shared_preload_libraries_in_progress;
 
-	DefineCustomIntVariable("idem_gate.max_key_length",
-							"Longest accepted key or workflow name, in characters.",
-							"Longer values are refused with SQLSTATE 22023; derive a shorter key with idem_hash().",
-							&idem_max_key_length,
-							255,
-							1,
-							1000,
-							PGC_SUSET,
-							0,
-							NULL, NULL, NULL);
-
+	ig_call_define_settings();
+	ig_store_define_settings();
 	idem_janitor_define_settings();
+	idem_acl_define_settings();
 
 	DefineCustomIntVariable("idem_gate.naptime",
 							"Time between janitor passes.",

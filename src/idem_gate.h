@@ -20,16 +20,10 @@
 /* Longest key or workflow shown in an error message, in characters. */
 #define IDEM_DISPLAY_CHARS	64
 
-/* GUCs (idem_gate.c) */
-extern int	idem_max_key_length;
-
 /* true when the library was loaded through shared_preload_libraries */
 extern bool idem_preloaded;
 
 extern void _PG_init(void);
 
-/* claim.c */
-extern char *idem_display(const char *s);
-extern Oid	idem_function_owner(FunctionCallInfo fcinfo);
 
 #endif							/* IDEM_GATE_H */

@@ -205,6 +205,13 @@ typedef struct IgWatermark
 	TimestampTz upto;
 } IgWatermark;
 
+/* Where a step's next batch resumes: after this (updated_at, token). */
+typedef struct IgCursor
+{
+	TimestampTz at;
+	int64		token;
+} IgCursor;
+
 /* A pass in progress. */
 typedef struct IgPass
 {
@@ -234,11 +241,26 @@ typedef enum IgJPlan
 
 static SPIPlanPtr ig_jplans[2][IG_NUM_JPLANS];
 
+/*
+ * One workflow's rows of a state, after the cursor ($2, $7) in
+ * (updated_at, token) order and before the cutoff $3.  Tokens are unique,
+ * so the order is total and a batch resumes exactly after the last.
+ */
 #define IG_RANGE \
 	" WHERE c.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state" \
 	" AND c.workflow OPERATOR(pg_catalog.=) $1" \
-	" AND c.updated_at OPERATOR(pg_catalog.>=) $2" \
+	" AND (c.updated_at, c.token) OPERATOR(pg_catalog.>) ($2, $7)" \
 	" AND c.updated_at OPERATOR(pg_catalog.<) $3"
+#define IG_ORDER " ORDER BY c.updated_at, c.token"
+
+/*
+ * A batch's answer: the rows it touched and the last of them in
+ * (updated_at, token) order, where the next batch resumes.
+ */
+#define IG_LAST(cte) \
+	"SELECT (SELECT pg_catalog.count(*) FROM " cte "), l.updated_at, l.token" \
+	" FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT x.updated_at, x.token FROM " cte " x" \
+	"  ORDER BY x.updated_at DESC, x.token DESC LIMIT 1) l ON true"
 
 /*
  * The deletion batches.  failed_retryable rows are locked with SKIP
@@ -250,23 +272,23 @@ static SPIPlanPtr ig_jplans[2][IG_NUM_JPLANS];
 static const char *const ig_delete_sql =
 "WITH del AS ("
 " DELETE FROM idem_gate.claims d WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-"  SELECT c.ctid FROM idem_gate.claims c" IG_RANGE
-"  ORDER BY c.updated_at LIMIT $4%s))"
+"  SELECT c.ctid FROM idem_gate.claims c" IG_RANGE IG_ORDER
+"  LIMIT $4%s))"
 " AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
 " AND d.workflow OPERATOR(pg_catalog.=) $1"
-" RETURNING d.updated_at)"
-"SELECT pg_catalog.count(*), pg_catalog.max(updated_at) FROM del";
+" RETURNING d.updated_at, d.token)"
+IG_LAST("del");
 
 static const char *const ig_clear_sql =
 "WITH upd AS ("
 " UPDATE idem_gate.claims d SET result = NULL"
 " WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 "  SELECT c.ctid FROM idem_gate.claims c" IG_RANGE
-"  AND c.result IS NOT NULL"
-"  ORDER BY c.updated_at LIMIT $4 FOR UPDATE OF c SKIP LOCKED))"
+"  AND c.result IS NOT NULL" IG_ORDER
+"  LIMIT $4 FOR UPDATE OF c SKIP LOCKED))"
 " AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
-" RETURNING d.updated_at)"
-"SELECT pg_catalog.count(*), pg_catalog.max(updated_at) FROM upd";
+" RETURNING d.updated_at, d.token)"
+IG_LAST("upd");
 
 /*
  * The stuck claims of one workflow not yet alerted under their token; with
@@ -278,7 +300,7 @@ static const char *const ig_stuck_sql =
 " SELECT c.ctid AS tid, c.updated_at AS upd, $5 OPERATOR(pg_catalog.-) c.updated_at AS age"
 " FROM idem_gate.claims c" IG_RANGE
 " AND (c.alerted_token IS NULL OR c.alerted_token OPERATOR(pg_catalog.<>) c.token)"
-" ORDER BY c.updated_at LIMIT $4 FOR UPDATE OF c SKIP LOCKED),"
+IG_ORDER " LIMIT $4 FOR UPDATE OF c SKIP LOCKED),"
 " done AS ("
 " UPDATE idem_gate.claims c SET alerted_token = c.token,"
 " state = CASE WHEN $6 THEN 'needs_review'::idem_gate.state ELSE c.state END,"
@@ -288,7 +310,8 @@ static const char *const ig_stuck_sql =
 " updated_at = CASE WHEN $6 THEN GREATEST($5, c.updated_at) ELSE c.updated_at END"
 " FROM stuck s WHERE c.ctid OPERATOR(pg_catalog.=) s.tid"
 " RETURNING c.workflow, c.key, c.token, c.attempt, c.claimed_at, s.age, s.upd, c.last_error)%s"
-"SELECT workflow, key, token, attempt, claimed_at, age::pg_catalog.text, upd FROM done";
+"SELECT workflow, key, token, attempt, claimed_at, age::pg_catalog.text, upd FROM done"
+" ORDER BY upd, token";
 
 static const char *const ig_escalate_audit_sql =
 ", aud AS ("
@@ -298,9 +321,12 @@ static const char *const ig_escalate_audit_sql =
 "  'processing', 'needs_review', d.token, d.last_error"
 " FROM done d WHERE $6)";
 
-/* Argument types of the batch statements: workflow, from, to, limit, now, review */
-static Oid	ig_batch_argtypes[6] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-	INT4OID, TIMESTAMPTZOID, BOOLOID};
+/*
+ * Argument types of the batch statements: workflow, cursor time, cutoff,
+ * limit, now, review, cursor token
+ */
+static Oid	ig_batch_argtypes[7] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	INT4OID, TIMESTAMPTZOID, BOOLOID, INT8OID};
 
 /* The SQL of plan id on a catalog of version v11 or not. */
 static char *
@@ -321,7 +347,7 @@ ig_jplan_sql(IgJPlan id, bool v11, int *nargs, Oid **argtypes)
 						" ORDER BY c.workflow LIMIT 1",
 						ig_step_states[id]);
 	}
-	*nargs = 6;
+	*nargs = 7;
 	switch ((int) id)
 	{
 		case IG_JPLAN_BATCH + IG_STEP_DELETE_COMPLETED:
@@ -617,53 +643,57 @@ ig_alert_rows(IgPass *pass, bool review)
 }
 
 /*
- * Run one batch of step over workflow's range [*cursor, cutoff) and return
- * the rows it touched; *cursor moves to the last row's updated_at.
+ * Run one batch of step over workflow's rows after *cursor and before
+ * cutoff, and return the rows it touched; *cursor moves to the last of
+ * them in (updated_at, token) order.
  */
 static uint64
 ig_batch(IgPass *pass, IgStep step, const char *workflow,
-		 TimestampTz *cursor, TimestampTz cutoff, TimestampTz now)
+		 IgCursor *cursor, TimestampTz cutoff, TimestampTz now)
 {
 	bool		review = (idem_stuck_action == IDEM_STUCK_REVIEW);
-	Datum		values[6];
+	Datum		values[7];
 	uint64		n;
 	bool		isnull;
-	Datum		last = (Datum) 0;
+	HeapTuple	last = NULL;
+	int			at_col = 2;
+	int			token_col = 3;
 
 	values[0] = CStringGetTextDatum(workflow);
-	values[1] = TimestampTzGetDatum(*cursor);
+	values[1] = TimestampTzGetDatum(cursor->at);
 	values[2] = TimestampTzGetDatum(cutoff);
 	values[3] = Int32GetDatum(pass->limit);
 	values[4] = TimestampTzGetDatum(now);
 	values[5] = BoolGetDatum(review);
+	values[6] = Int64GetDatum(cursor->token);
 
 	ig_unit_begin(pass);
 	ig_jexec(pass, IG_JPLAN_BATCH + step, values, NULL);
 	if (step == IG_STEP_STUCK)
 	{
+		/* the alerted rows, in (updated_at, token) order */
 		n = SPI_processed;
-		for (uint64 i = 0; i < n; i++)
-		{
-			Datum		upd = SPI_getbinval(SPI_tuptable->vals[i],
-											SPI_tuptable->tupdesc, 7, &isnull);
-
-			if (last == (Datum) 0 || DatumGetTimestampTz(upd) > DatumGetTimestampTz(last))
-				last = upd;
-		}
+		if (n > 0)
+			last = SPI_tuptable->vals[n - 1];
+		at_col = 7;
+		token_col = 3;
 		ig_alert_rows(pass, review);
 	}
 	else
 	{
-		/* one row: count(*), max(updated_at) */
+		/* one row: count(*) and the last row's updated_at and token */
 		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 										SPI_tuptable->tupdesc, 1, &isnull));
-		last = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-							 2, &isnull);
-		if (isnull)
-			last = (Datum) 0;
+		if (n > 0)
+			last = SPI_tuptable->vals[0];
 	}
-	if (last != (Datum) 0)
-		*cursor = DatumGetTimestampTz(last);
+	if (last != NULL)
+	{
+		cursor->at = DatumGetTimestampTz(SPI_getbinval(last, SPI_tuptable->tupdesc,
+													   at_col, &isnull));
+		cursor->token = DatumGetInt64(SPI_getbinval(last, SPI_tuptable->tupdesc,
+													token_col, &isnull));
+	}
 	ig_unit_end(pass);
 	return n;
 }
@@ -750,7 +780,7 @@ ig_step(IgPass *pass, IgStep step)
 		int64		usecs = ig_step_usecs(pass, step, wf);
 		TimestampTz now = GetCurrentTimestamp();
 		TimestampTz cutoff = now - usecs;
-		TimestampTz cursor = DT_NOBEGIN;
+		IgCursor	cursor = {DT_NOBEGIN, 0};
 		uint64		n;
 
 		CHECK_FOR_INTERRUPTS();
@@ -758,8 +788,8 @@ ig_step(IgPass *pass, IgStep step)
 			continue;
 		if (step == IG_STEP_CLEAR_RECEIPTS)
 		{
-			cursor = ig_watermark(pass, wf);
-			if (cursor >= cutoff)
+			cursor.at = ig_watermark(pass, wf);
+			if (cursor.at >= cutoff)
 				continue;
 		}
 		do

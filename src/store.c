@@ -55,6 +55,7 @@
 #include "store_int.h"
 
 IgShape		ig_shape;
+bool		idem_direct_writes = true;
 
 static const char *const ig_col_names[IG_NUM_COLS] = {
 	"workflow", "key", "state", "attempt", "token", "execution_id",
@@ -82,6 +83,24 @@ static const char *const ig_check_names[] = {
 	"claims_completed_at_iff_completed", "claims_completed_at_is_last_change",
 	"claims_result_only_when_completed", "claims_timestamps_ordered"
 };
+
+/*
+ * Define idem_gate.direct_writes: on (the default), new claims, completions
+ * and failures are written straight to the heap while the table is as the
+ * extension made it; off sends them through SQL, to compare the two or to
+ * rule the direct path out when looking for a problem.
+ */
+void
+ig_store_define_settings(void)
+{
+	DefineCustomBoolVariable("idem_gate.direct_writes",
+							 "Write new claims, completions and failures directly to the table when it is as the extension made it.",
+							 "Off sends every write through SQL, as when the table was changed by a DBA; the results are the same, only slower.",
+							 &idem_direct_writes,
+							 true,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+}
 
 /* The shape was decided for this relation; the relcache changed since. */
 static void
@@ -236,7 +255,7 @@ ig_shape_load(void)
 	ig_shape.state_type = state_type;
 
 	rel = table_open(relid, AccessShareLock);
-	ig_shape.pk_index = ig_compat_primary_key_index(rel);
+	ig_shape.pk_index = ig_compat_primary_key(rel);
 	ig_shape_decide(rel, state_type);
 	table_close(rel, AccessShareLock);
 
@@ -302,10 +321,17 @@ ig_store_direct(IgCall *call, AclMode mode)
 	const char *why = NULL;
 
 	ig_store_rel(call);
-	if (!ig_shape.direct)
+	if (!idem_direct_writes)
+		why = "idem_gate.direct_writes is off";
+	else if (!ig_shape.direct)
 		why = ig_shape.why;
-	else if (pg_class_aclcheck(ig_shape.relid, GetUserId(), mode) != ACLCHECK_OK)
-		why = "the owner of the gate's functions lacks a privilege on it";
+	else if ((call->acl_checked & mode) != mode)
+	{
+		if (pg_class_aclcheck(ig_shape.relid, GetUserId(), mode) == ACLCHECK_OK)
+			call->acl_checked |= mode;
+		else
+			why = "the owner of the gate's functions lacks a privilege on it";
+	}
 
 	if (why == NULL)
 		return true;
@@ -323,13 +349,42 @@ ig_store_direct(IgCall *call, AclMode mode)
 	return false;
 }
 
+/* The probe's scan of the primary key, kept open for the call. */
+typedef struct IgProbe
+{
+	Relation	idx;
+	Snapshot	snap;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+} IgProbe;
+
+/*
+ * Check a privilege of the function's owner on the table once per call,
+ * as the statement this call stands for would.
+ */
+static void
+ig_store_acl(IgCall *call, AclMode mode)
+{
+	AclResult	acl;
+
+	if ((call->acl_checked & mode) == mode)
+		return;
+	acl = pg_class_aclcheck(ig_shape.relid, GetUserId(), mode);
+	if (acl != ACLCHECK_OK)
+		aclcheck_error(acl, OBJECT_TABLE, RelationGetRelationName(call->rel));
+	call->acl_checked |= mode;
+}
+
 /*
  * Read the row of (workflow, key) as it is now; found = false if none.
  *
  * This is the whole of a duplicate claim, so it reads the primary key
  * index directly rather than through SPI and the executor.  Like an SPI
- * query it takes a new snapshot (under READ COMMITTED), so after waiting
- * for a concurrent claim it sees that claim's committed row.  Values are
+ * query it takes a new snapshot (under READ COMMITTED) for the first read
+ * of a call and after every write that found the row changed, so after
+ * waiting for a concurrent claim it sees that claim's committed row; the
+ * other keys of a batch are read in the call's snapshot, as one statement
+ * would read them.  The index scan stays open for the call.  Values are
  * copied into the caller's memory context.  The function's owner needs
  * SELECT on the table, as for the query this stands for.
  */
@@ -338,36 +393,44 @@ ig_store_probe(IgCall *call, IgRow *row, bool keep_tuple)
 {
 	MemoryContext old;
 	Relation	rel;
-	Relation	idx;
+	IgProbe    *p = call->probe;
 	ScanKeyData skey[2];
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
-	Snapshot	snap;
-	AclResult	acl;
 
 	memset(row, 0, sizeof(*row));
 	row->result_isnull = true;
 
 	rel = ig_store_rel(call);
-	acl = pg_class_aclcheck(ig_shape.relid, GetUserId(), ACL_SELECT);
-	if (acl != ACLCHECK_OK)
-		aclcheck_error(acl, OBJECT_TABLE, RelationGetRelationName(rel));
+	ig_store_acl(call, ACL_SELECT);
 
 	old = MemoryContextSwitchTo(call->callcxt);
-	idx = index_open(ig_shape.pk_index, AccessShareLock);
-	ScanKeyInit(&skey[0], 1, BTEqualStrategyNumber, F_TEXTEQ, call->workflow);
-	skey[0].sk_collation = idx->rd_indcollation[0];
-	ScanKeyInit(&skey[1], 2, BTEqualStrategyNumber, F_TEXTEQ, call->key);
-	skey[1].sk_collation = idx->rd_indcollation[1];
-
-	CommandCounterIncrement();
-	snap = RegisterSnapshot(GetTransactionSnapshot());
-	slot = table_slot_create(rel, NULL);
-	scan = ig_compat_index_beginscan(rel, idx, snap, 2);
-	index_rescan(scan, skey, 2, NULL, 0);
-
-	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+	if (p == NULL)
 	{
+		p = palloc0(sizeof(IgProbe));
+		p->idx = index_open(ig_shape.pk_index, AccessShareLock);
+		p->slot = table_slot_create(rel, NULL);
+		call->probe = p;
+	}
+	if (call->fresh_snapshot || p->scan == NULL)
+	{
+		if (p->scan != NULL)
+		{
+			index_endscan(p->scan);
+			UnregisterSnapshot(p->snap);
+		}
+		CommandCounterIncrement();
+		p->snap = RegisterSnapshot(GetTransactionSnapshot());
+		p->scan = ig_compat_index_beginscan(rel, p->idx, p->snap, 2, 0);
+		call->fresh_snapshot = false;
+	}
+	ScanKeyInit(&skey[0], 1, BTEqualStrategyNumber, F_TEXTEQ, call->workflow);
+	skey[0].sk_collation = p->idx->rd_indcollation[0];
+	ScanKeyInit(&skey[1], 2, BTEqualStrategyNumber, F_TEXTEQ, call->key);
+	skey[1].sk_collation = p->idx->rd_indcollation[1];
+	index_rescan(p->scan, skey, 2, NULL, 0);
+
+	if (index_getnext_slot(p->scan, ForwardScanDirection, p->slot))
+	{
+		TupleTableSlot *slot = p->slot;
 		bool		isnull;
 		Datum		d;
 
@@ -397,13 +460,21 @@ ig_store_probe(IgCall *call, IgRow *row, bool keep_tuple)
 		row->tid = slot->tts_tid;
 		if (keep_tuple)
 			row->tuple = ExecCopySlotHeapTuple(slot);
+		ExecClearTuple(slot);
 	}
-
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	UnregisterSnapshot(snap);
-	index_close(idx, NoLock);
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * A write's result: when the row changed first, the next read of the call
+ * takes a new snapshot, to see what changed it.
+ */
+static inline IgWrite
+ig_store_result(IgCall *call, IgWrite result)
+{
+	if (result == IG_WRITE_RETRY)
+		call->fresh_snapshot = true;
+	return result;
 }
 
 /*
@@ -416,8 +487,8 @@ ig_store_insert(IgCall *call, const IgGrant *grant, bool precheck, IgRow *row)
 	TimestampTz now = GetCurrentTimestamp();
 
 	if (ig_store_direct(call, ACL_INSERT))
-		return ig_direct_insert(call, grant, precheck, now, row);
-	return ig_sql_insert(call, grant, now, row);
+		return ig_store_result(call, ig_direct_insert(call, grant, precheck, now, row));
+	return ig_store_result(call, ig_sql_insert(call, grant, now, row));
 }
 
 /*
@@ -432,8 +503,8 @@ ig_store_regrant(IgCall *call, const IgGrant *grant, IgRow *row,
 	ig_store_rel(call);
 	if (ig_shape.user_code)
 		ig_call_guard_user_code(call, "code attached to idem_gate.claims");
-	return ig_sql_regrant(call, grant, row, takeover, cutoff,
-						  GetCurrentTimestamp());
+	return ig_store_result(call, ig_sql_regrant(call, grant, row, takeover, cutoff,
+												GetCurrentTimestamp()));
 }
 
 /*
@@ -448,8 +519,10 @@ ig_store_finish(IgCall *call, IgRow *row, IgState new_state, Datum value,
 	TimestampTz stamp = Max(GetCurrentTimestamp(), row->updated_at);
 
 	if (ig_store_direct(call, ACL_UPDATE))
-		return ig_direct_finish(call, row, new_state, value, isnull, stamp);
-	return ig_sql_finish(call, row, new_state, value, isnull, stamp);
+		return ig_store_result(call, ig_direct_finish(call, row, new_state, value,
+													  isnull, stamp));
+	return ig_store_result(call, ig_sql_finish(call, row, new_state, value,
+											   isnull, stamp));
 }
 
 /* Move updated_at of the processing row the caller's token owns to now. */
@@ -459,7 +532,8 @@ ig_store_heartbeat(IgCall *call, IgRow *row)
 	ig_store_rel(call);
 	if (ig_shape.user_code)
 		ig_call_guard_user_code(call, "code attached to idem_gate.claims");
-	return ig_sql_heartbeat(call, row, Max(GetCurrentTimestamp(), row->updated_at));
+	return ig_store_result(call, ig_sql_heartbeat(call, row,
+												  Max(GetCurrentTimestamp(), row->updated_at)));
 }
 
 /* An operator's decision on the row as read. */
@@ -470,8 +544,8 @@ ig_store_resolve(IgCall *call, IgRow *row, bool complete, Datum result,
 	ig_store_rel(call);
 	if (ig_shape.user_code)
 		ig_call_guard_user_code(call, "code attached to idem_gate.claims");
-	return ig_sql_resolve(call, row, complete, result, isnull,
-						  Max(GetCurrentTimestamp(), row->updated_at));
+	return ig_store_result(call, ig_sql_resolve(call, row, complete, result, isnull,
+												Max(GetCurrentTimestamp(), row->updated_at)));
 }
 
 /* An operator forgets the row as read. */
@@ -481,7 +555,7 @@ ig_store_release(IgCall *call, IgRow *row)
 	ig_store_rel(call);
 	if (ig_shape.user_code)
 		ig_call_guard_user_code(call, "code attached to idem_gate.claims");
-	return ig_sql_release(call, row);
+	return ig_store_result(call, ig_sql_release(call, row));
 }
 
 /*
@@ -491,6 +565,20 @@ ig_store_release(IgCall *call, IgRow *row)
 void
 ig_store_close(IgCall *call)
 {
+	IgProbe    *p = call->probe;
+
+	if (p != NULL)
+	{
+		if (p->scan != NULL)
+		{
+			index_endscan(p->scan);
+			UnregisterSnapshot(p->snap);
+		}
+		ExecDropSingleTupleTableSlot(p->slot);
+		index_close(p->idx, NoLock);
+		call->probe = NULL;
+	}
+	ig_direct_close(call);
 	if (call->rel != NULL)
 		table_close(call->rel, NoLock);
 	call->rel = NULL;

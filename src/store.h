@@ -48,6 +48,10 @@ typedef enum IgWrite
 	IG_WRITE_RETRY				/* the row changed first: read it again */
 } IgWrite;
 
+/* idem_gate.direct_writes */
+extern bool idem_direct_writes;
+
+extern void ig_store_define_settings(void);
 extern void ig_store_probe(IgCall *call, IgRow *row, bool keep_tuple);
 extern IgWrite ig_store_insert(IgCall *call, const IgGrant *grant,
 							   bool precheck, IgRow *row);

@@ -63,6 +63,7 @@ extern bool ig_store_direct(IgCall *call, AclMode mode);
 /* direct.c */
 extern IgWrite ig_direct_insert(IgCall *call, const IgGrant *grant,
 								bool precheck, TimestampTz now, IgRow *row);
+extern void ig_direct_close(IgCall *call);
 extern IgWrite ig_direct_finish(IgCall *call, IgRow *row, IgState new_state,
 								Datum value, bool isnull, TimestampTz stamp);
 

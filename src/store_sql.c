@@ -119,7 +119,7 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 	},
 	[IG_PLAN_RELEASE] = {
 		"DELETE FROM idem_gate.claims c" IG_WHERE_KEY
-		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.token",
+		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.state",
 		3, {TEXTOID, TEXTOID, INT8OID}
 	},
 	[IG_PLAN_STATUS] = {
@@ -344,7 +344,11 @@ ig_sql_resolve(IgCall *call, IgRow *row, bool complete, Datum result,
 	return IG_WRITE_DONE;
 }
 
-/* An operator's release (deletion) of the row as read. */
+/*
+ * An operator's release (deletion) of the row as read.  The row's state
+ * is what the deletion saw: a completion that committed while the release
+ * waited for it has changed it.
+ */
 IgWrite
 ig_sql_release(IgCall *call, IgRow *row)
 {
@@ -355,6 +359,7 @@ ig_sql_release(IgCall *call, IgRow *row)
 	values[2] = Int64GetDatum(row->token);
 	if (ig_exec(call, IG_PLAN_RELEASE, values, NULL) == 0)
 		return IG_WRITE_RETRY;
+	row->state = ig_state_from_datum(ig_shape.state_type, ig_returned(1));
 	return IG_WRITE_DONE;
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # idem_gate claim benchmark, side by side with the hand-written gate of
-# ../shared/bench/baseline/ in one run on one throwaway cluster:
+# bench/baseline/ in one run on one throwaway cluster:
 #   new key        idem_claim           vs raw INSERT ... ON CONFLICT DO NOTHING
 #   duplicate      idem_claim           vs the PL/pgSQL gate (base.claim)
 #   claim+complete idem_claim_ex+complete vs base.claim + base.complete
@@ -11,7 +11,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$here/../.." && pwd)
-BASE=${IDEM_SHARED:-$ROOT/../shared}/bench/baseline
+BASE=$ROOT/bench/baseline
 SECS=${BENCH_SECONDS:-10}
 ROUNDS=${BENCH_ROUNDS:-3}
 SCALE_ROWS=${BENCH_SCALE_ROWS:-10000000}

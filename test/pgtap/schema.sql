@@ -1,7 +1,7 @@
 -- The schema contract of idem_gate: types and labels, the claims table,
 -- keys, constraints, indexes, function signatures and privileges.
 BEGIN;
-SELECT plan(125);
+SELECT plan(137);
 
 -- schema and types
 SELECT has_schema('idem_gate');
@@ -140,9 +140,14 @@ SELECT columns_are('idem_gate', 'audit', ARRAY['id', 'at', 'session_role', 'acti
 SELECT has_trigger('idem_gate', 'audit', 'audit_append_only', 'audit rows cannot be changed');
 SELECT has_trigger('idem_gate', 'audit', 'audit_no_truncate', 'the audit trail cannot be truncated');
 SELECT has_table('idem_gate', 'janitor_watermarks', 'the janitor''s receipt progress exists');
+SELECT has_table('idem_gate', 'workflow_acl', 'the per-workflow grants exist');
+SELECT col_is_pk('idem_gate', 'workflow_acl', ARRAY['role', 'pattern'], 'one grant per role and pattern');
+SELECT col_type_is('idem_gate', 'workflow_acl', 'role', 'regrole', 'grants name roles (dumped by name)');
+SELECT has_function('idem_gate', 'grant_workflow', ARRAY['name', 'text']);
+SELECT has_function('idem_gate', 'revoke_workflow', ARRAY['name', 'text']);
 SELECT set_eq($$SELECT c.relname::text FROM pg_extension e, unnest(e.extconfig) t(oid)
 	JOIN pg_class c ON c.oid = t.oid WHERE e.extname = 'idem_gate'$$,
-	ARRAY['claims', 'policies', 'token_seq', 'audit', 'audit_id_seq'],
+	ARRAY['claims', 'policies', 'token_seq', 'audit', 'audit_id_seq', 'workflow_acl'],
 	'pg_dump keeps the tables holding user state and the sequences');
 SELECT has_function('idem_gate', 'janitor_run', ARRAY[]::text[]);
 SELECT is(pg_get_function_result('idem_gate.janitor_run()'::regprocedure),
@@ -166,9 +171,13 @@ SELECT is(has_function_privilege('public', f, 'EXECUTE'), false, f || ' is not e
 	'public.idem_status(text,text)',
 	'idem_gate.stats_reset()',
 	'idem_gate.stats_counters()',
-	'idem_gate.audit_guard()']) f;
+	'idem_gate.audit_guard()',
+	'idem_gate.grant_workflow(name,text)',
+	'idem_gate.revoke_workflow(name,text)',
+	'idem_gate.workflow_acl_changed()']) f;
 SELECT is(has_table_privilege('public', t, p), false, 'PUBLIC has no ' || p || ' on ' || t)
-  FROM unnest(ARRAY['idem_gate.audit', 'idem_gate.janitor_watermarks', 'idem_gate.workflow_stats']) t,
+  FROM unnest(ARRAY['idem_gate.audit', 'idem_gate.janitor_watermarks', 'idem_gate.workflow_stats',
+	'idem_gate.workflow_acl']) t,
 	   unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) p;
 SELECT is(has_table_privilege('public', 'idem_gate.claims', p), false, 'PUBLIC has no ' || p || ' on idem_gate.claims')
   FROM unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) p;

@@ -12,9 +12,12 @@ COMMENT ON COLUMN idem_gate.claims.token_issued IS 'the grant handed the token t
  * The janitor works per workflow: each workflow's expired rows and stuck
  * claims are one range of this index, so a short policy on one workflow
  * costs what expires there, not a walk over every other workflow's rows.
+ * Tokens are unique, so (updated_at, token) orders rows totally and each
+ * batch resumes exactly after the last one, even among rows that share a
+ * timestamp.
  */
 CREATE INDEX claims_state_workflow_updated_at
-	ON idem_gate.claims (state, workflow, updated_at);
+	ON idem_gate.claims (state, workflow, updated_at, token);
 DROP INDEX idem_gate.claims_state_updated_at;
 
 /* pg_dump keeps the claims and the token sequence's position. */

@@ -1,0 +1,104 @@
+--
+-- Releases are frozen and upgradable: CREATE EXTENSION ... VERSION '1.0'
+-- still installs 1.0, a 1.0 catalog keeps working on the 1.1 library, and
+-- ALTER EXTENSION UPDATE keeps every row, every GRANT and every 1.0-style
+-- call, and gives the same catalog as a fresh 1.1 install.
+--
+SELECT current_database() AS regress_db \gset
+CREATE ROLE regress_up_n8n;
+CREATE ROLE regress_up_ops;
+
+-- the catalog of the extension as text: every member object with what
+-- defines it (signatures, code, volatility, privileges, columns, defaults,
+-- constraints, indexes, triggers, views, enum labels)
+\set catalog_query 'SELECT string_agg(d, E''\n'' ORDER BY d) FROM (SELECT pg_describe_object(dep.classid, dep.objid, 0) || coalesce('' | '' || (SELECT pg_get_function_arguments(p.oid) || '' -> '' || pg_get_function_result(p.oid) || '' '' || p.prosrc || '' '' || coalesce(p.probin, '''') || '' strict='' || p.proisstrict || '' volatile='' || p.provolatile::text || '' secdef='' || p.prosecdef || '' acl='' || coalesce(p.proacl, acldefault(''f'', p.proowner))::text || '' config='' || coalesce(p.proconfig::text, '''') FROM pg_proc p WHERE dep.classid = ''pg_proc''::regclass AND p.oid = dep.objid), '''') || coalesce('' | '' || (SELECT c.relkind::text || '' acl='' || coalesce(c.relacl, acldefault(''r'', c.relowner))::text || '' cols='' || coalesce((SELECT string_agg(a.attname || '' '' || format_type(a.atttypid, a.atttypmod) || '' '' || a.attnotnull || '' '' || coalesce(pg_get_expr(ad.adbin, ad.adrelid), ''''), '', '' ORDER BY a.attnum) FROM pg_attribute a LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), '''') || '' cons='' || coalesce((SELECT string_agg(k.conname || '' '' || pg_get_constraintdef(k.oid), '', '' ORDER BY k.conname) FROM pg_constraint k WHERE k.conrelid = c.oid), '''') || '' idx='' || coalesce((SELECT string_agg(pg_get_indexdef(i.indexrelid), '', '' ORDER BY 1) FROM pg_index i WHERE i.indrelid = c.oid), '''') || '' trg='' || coalesce((SELECT string_agg(pg_get_triggerdef(t.oid), '', '' ORDER BY 1) FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal), '''') || '' view='' || coalesce(pg_get_viewdef(c.oid), '''') FROM pg_class c WHERE dep.classid = ''pg_class''::regclass AND c.oid = dep.objid), '''') || coalesce('' | '' || (SELECT string_agg(e.enumlabel, '','' ORDER BY e.enumsortorder) FROM pg_enum e WHERE dep.classid = ''pg_type''::regclass AND e.enumtypid = dep.objid), '''') AS d FROM pg_depend dep JOIN pg_extension x ON x.oid = dep.refobjid WHERE x.extname = ''idem_gate'' AND dep.deptype = ''e'') s'
+
+------------------------------------------------------------------------
+-- a 1.0 database, filled
+------------------------------------------------------------------------
+CREATE DATABASE regress_up_10;
+\c regress_up_10
+SET client_min_messages = warning;
+CREATE EXTENSION idem_gate VERSION '1.0';
+RESET client_min_messages;
+SELECT extversion FROM pg_extension WHERE extname = 'idem_gate';
+GRANT USAGE ON SCHEMA idem_gate TO regress_up_n8n, regress_up_ops;
+GRANT EXECUTE ON FUNCTION idem_claim_ex(text, text, interval, text, text),
+	idem_complete(text, text, bigint, jsonb) TO regress_up_n8n;
+GRANT EXECUTE ON FUNCTION idem_resolve(text, text, text, jsonb) TO regress_up_ops;
+GRANT SELECT ON idem_gate.stats TO regress_up_ops;
+GRANT EXECUTE ON FUNCTION idem_gate.stats_counters() TO regress_up_ops;
+
+-- claims in every state, made on the 1.1 library: a 1.0 catalog keeps
+-- 1.0's rules (no token is required where none is recorded)
+SELECT outcome FROM idem_claim_ex('up_processing', 'wf', NULL, 'fp-1', 'run-1');
+SELECT outcome FROM idem_claim_ex('up_completed', 'wf');
+SELECT idem_complete('up_completed', 'wf', NULL, '{"receipt": 1}');
+SELECT idem_claim('up_failed', 'wf');
+SELECT idem_fail('up_failed', 'wf', NULL, 'before', true);
+SELECT idem_claim('up_review', 'wf');
+SELECT idem_fail('up_review', 'wf', NULL, 'after', false);
+SELECT idem_claim('up_resolved', 'wf');
+SELECT idem_resolve('up_resolved', 'wf', 'completed', '{"by": "operator"}');
+INSERT INTO idem_gate.policies (workflow, retention, stuck_after) VALUES ('wf', '40 days', '1 hour');
+SELECT available IS NOT NULL AS stats_view_works FROM idem_gate.stats;
+SELECT deleted, alerts FROM idem_gate.janitor_run();
+SELECT idem_hash('{"b": 1, "a": 2}'::jsonb) = idem_hash('{"a":2,"b":1}'::json) AS hash_works;
+SELECT key, state, attempt, result FROM idem_gate.claims ORDER BY key;
+SELECT max(token) AS max_token_10 FROM idem_gate.claims \gset
+
+------------------------------------------------------------------------
+-- ALTER EXTENSION UPDATE
+------------------------------------------------------------------------
+ALTER EXTENSION idem_gate UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'idem_gate';
+-- every row kept, rows claimed under 1.0 keep 1.0's token rule
+SELECT key, state, attempt, result, token_issued FROM idem_gate.claims ORDER BY key;
+SELECT idem_complete('up_processing', 'wf', NULL, '{"receipt": 2}');
+SELECT * FROM idem_gate.policies;
+-- every GRANT kept, the 1.0 signature's included
+SELECT r.rolname, p.oid::regprocedure AS function
+  FROM pg_proc p, aclexplode(p.proacl) a, pg_roles r
+ WHERE r.oid = a.grantee AND r.rolname LIKE 'regress_up_%' ORDER BY 1, 2::text;
+SELECT has_table_privilege('regress_up_ops', 'idem_gate.stats', 'SELECT') AS ops_reads_stats;
+SET ROLE regress_up_ops;
+SELECT available IS NOT NULL AS ops_stats_works FROM idem_gate.stats;
+SELECT idem_resolve('up_review', 'wf', 'retry');
+RESET ROLE;
+SET ROLE regress_up_n8n;
+SELECT outcome, token > :max_token_10 AS token_grew FROM idem_claim_ex('up_new', 'wf');
+RESET ROLE;
+-- 1.0-style calls
+SELECT idem_claim('up_failed', 'wf');
+SELECT outcome FROM idem_claim_ex('up_completed', 'wf');
+SELECT * FROM idem_gate.janitor_run();
+SELECT action, key, state_before, state_after, acting_role FROM idem_gate.audit ORDER BY id;
+-- the catalog, without the GRANTs this test gave
+REVOKE ALL ON FUNCTION idem_claim_ex(text, text, interval, text, text),
+	idem_complete(text, text, bigint, jsonb), idem_resolve(text, text, text, jsonb, text),
+	idem_gate.stats_counters() FROM regress_up_n8n, regress_up_ops;
+REVOKE ALL ON idem_gate.stats FROM regress_up_ops;
+:catalog_query \gset updated_
+\c :regress_db
+
+------------------------------------------------------------------------
+-- a fresh 1.1 install has the same catalog
+------------------------------------------------------------------------
+CREATE DATABASE regress_up_11;
+\c regress_up_11
+SET client_min_messages = warning;
+CREATE EXTENSION idem_gate;
+RESET client_min_messages;
+SELECT extversion FROM pg_extension WHERE extname = 'idem_gate';
+:catalog_query \gset fresh_
+SELECT :'fresh_string_agg' = :'updated_string_agg' AS same_catalog;
+SELECT length(:'fresh_string_agg') > 10000 AS catalog_described;
+-- what differs, if anything
+SELECT l AS only_in_fresh FROM regexp_split_to_table(:'fresh_string_agg', E'\n') l
+EXCEPT SELECT regexp_split_to_table(:'updated_string_agg', E'\n');
+SELECT l AS only_in_updated FROM regexp_split_to_table(:'updated_string_agg', E'\n') l
+EXCEPT SELECT regexp_split_to_table(:'fresh_string_agg', E'\n');
+\c :regress_db
+DROP DATABASE regress_up_10;
+DROP DATABASE regress_up_11;
+DROP ROLE regress_up_n8n, regress_up_ops;
