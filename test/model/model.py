@@ -38,6 +38,7 @@ import json
 import os
 import random
 import re
+import signal
 import sys
 import threading
 import time
@@ -1405,7 +1406,7 @@ class Run:
                                 if o in ('new', 'stale_taken'):
                                     if t is None:
                                         bad('grant %s of %r without a token' % (o, kk))
-                                    grants.append((kk, t, ex, o, t0, t1, tid))
+                                    grants.append((kk, t, ex, o, t0, t1, tid, 'batch' if r >= 0.30 else 'single'))
                                     held[kk] = t
                                 elif t is not None:
                                     bad('outcome %s of %r with token %s' % (o, kk, t))
@@ -1499,7 +1500,9 @@ class Run:
                         best = ends[j]
                     j += 1
                 if best is not None and best[1] > g[1]:
-                    problems.append('token of %r went down: %r granted before %r' % (k, best, g))
+                    related = [x for x in grants if x[0] == k and x[1] in (best[1], g[1])]
+                    problems.append('token of %r went down: %r granted before %r; all grants of these tokens: %r'
+                                    % (k, best, g, related))
         done = {}
         for k, tok, st, result, t0, t1 in sorted(obs, key=lambda o: o[4]):
             prev = done.get((k, tok))
@@ -1529,6 +1532,8 @@ def main():
     ap.add_argument('--serial', action='store_true', help='interleave the exact sessions in one thread')
     ap.add_argument('--skip', default='', help='comma-separated known cases not to generate: %s' % ', '.join(KNOWN_CASES))
     ap.add_argument('--keep', action='store_true', help='keep the database')
+    ap.add_argument('--phase', choices=['both', 'exact', 'concurrent'], default='both',
+                    help='run only one of the two phases')
     args = ap.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 10 ** 9)
@@ -1539,6 +1544,8 @@ def main():
     print('model: seed %d (replay: test/model/run.sh --seed %d%s)' % (
         args.seed, args.seed, ''.join(' --skip ' + x for x in args.skip)), flush=True)
     passed = failed = 0
+    # a terminated run still drops its database and roles
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
     run = Run(args)
     start = time.time()
     try:
@@ -1552,14 +1559,19 @@ def main():
         while run.failure is None:
             rnd += 1
             now = time.time()
-            if args.steps:
-                run.exact_phase(float('inf'), args.steps)
-            else:
-                if now >= end:
-                    break
-                run.exact_phase(min(end, now + max(5.0, (end - now) * 0.75 if end - now < 60 else 45)), 0)
+            if not args.steps and now >= end:
+                break
+            if args.phase != 'concurrent':
+                if args.steps:
+                    run.exact_phase(float('inf'), args.steps)
+                else:
+                    run.exact_phase(min(end, now + max(5.0, (end - now) * 0.75 if end - now < 60 else 45)), 0)
             if run.failure is not None:
                 break
+            if args.phase == 'exact':
+                if args.steps:
+                    break
+                continue
             secs = 5.0 if args.steps else min(15.0, max(2.0, end - time.time()))
             ops, ng, problems = run.concurrent_phase(rnd, secs)
             conc_total[0] += ops
