@@ -1192,7 +1192,9 @@ class Run:
                             and lt(row['updated_at'], (t_guess - rr - 60, t_guess - rr)) is True):
                         receipts.append(wk)
                 if 'lock-receipt' in self.skip:
-                    cands = [wk for wk in cands if wk not in receipts]
+                    # no completed row holding a receipt, due or not
+                    cands = [wk for wk in cands if not (
+                        self.model[wk]['state'] == 'completed' and self.model[wk]['result'] is not None)]
                     receipts = []
                 if receipts and rng.random() < 0.5:
                     locked = rng.choice(sorted(receipts))
