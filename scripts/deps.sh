@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Install the Debian packages idem_gate's build, demo and tests need.
+# Install the Debian packages idem_gate's build, demo and tests need on the
+# host (debootstrap makes the roots of PostgreSQL 17 and 18: scripts/roots.sh).
 # Safe to run again: it installs only what is missing.  Needs root.
 set -euo pipefail
 
 pkgs=(make gcc postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap
 	  libtap-parser-sourcehandler-pgtap-perl libipc-run-perl
-	  postgresql-contrib bc)
+	  postgresql-contrib bc debootstrap python3-psycopg2
+	  prometheus-postgres-exporter prometheus python3-yaml)
 [ "${1:-}" = "--with-node" ] && ! command -v node >/dev/null && pkgs+=(nodejs npm)
 
 missing=()

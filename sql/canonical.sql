@@ -111,7 +111,7 @@ SELECT p.oid::regprocedure AS function, p.provolatile, p.proisstrict, p.proparal
        obj_description(p.oid, 'pg_proc') IS NOT NULL AS commented
   FROM pg_proc p
  WHERE p.proname IN ('idem_canonical', 'idem_hash')
- ORDER BY 1::text;
+ ORDER BY p.proname, p.pronargs, p.proargtypes[0] = 'json'::regtype;
 
 -- deep nesting works
 CREATE TEMP TABLE canonical_deep AS

@@ -65,9 +65,13 @@ SELECT deleted_completed FROM idem_gate.janitor_run();
 SELECT count(*) FROM idem_gate.claims WHERE key = 'd_done';
 RESET idem_gate.retention;
 
--- invalid settings and policies are refused
+-- invalid settings and policies are refused (for the settings in seconds
+-- only the SQLSTATE: PostgreSQL 16 added the unit to the bounds in its
+-- message, which is PostgreSQL's, not idem_gate's)
+\set VERBOSITY sqlstate
 SET idem_gate.retention = -1;
 SET idem_gate.stuck_after = 0;
+\set VERBOSITY default
 SET idem_gate.stuck_action = 'delete';
 SET idem_gate.batch_size = 0;
 INSERT INTO idem_gate.policies (workflow, retention) VALUES ('bad', '-1 day');

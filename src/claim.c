@@ -323,8 +323,9 @@ ig_text_elements(FunctionCallInfo fcinfo, int argno, const char *what,
 
 	if (ARR_NDIM(arr) > 1)
 		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("%s must be a one-dimensional array", what)));
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a one-dimensional array", what),
+				 errhint("Pass one element per key, such as ARRAY['evt_1', 'evt_2'].")));
 	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, elems, &nulls, &n);
 	for (int i = 0; i < n; i++)
 		if (nulls[i])
@@ -356,6 +357,7 @@ idem_claim_many(PG_FUNCTION_ARGS)
 	IgManyElem *elems;
 	IgClaimResult *results;
 	ErrorContextCallback errcb;
+	const char *stored_fp = NULL;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -375,10 +377,14 @@ idem_claim_many(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
-	if (n == 0)
-		return (Datum) 0;
-	ig_call_open(fcinfo, &call, "idem_claim_many()", true);
+	/* every argument is checked, even when there is nothing to claim */
 	ig_claim_args(fcinfo, 2, -1, 4, true, &a);
+	ig_call_open(fcinfo, &call, "idem_claim_many()", true);
+	if (n == 0)
+	{
+		ig_call_end(&call);
+		return (Datum) 0;
+	}
 
 	elems = palloc0(sizeof(IgManyElem) * n);
 	results = palloc0(sizeof(IgClaimResult) * n);
@@ -418,13 +424,26 @@ idem_claim_many(PG_FUNCTION_ARGS)
 		e->repeat = (i > 0 && strcmp(elems[i - 1].key_str, e->key_str) == 0);
 		if (e->repeat)
 		{
-			/* only the first occurrence can own the key */
+			/*
+			 * Only the first occurrence can own the key; a later one is
+			 * in_flight, and its fingerprint is checked against the one the
+			 * key now has, as idem_claim_ex would.
+			 */
+			if (a.grant.has_fp && stored_fp != NULL &&
+				strcmp(stored_fp, a.fingerprint_str) != 0)
+				ig_error_fingerprint(&call, a.fingerprint_str);
 			*res = results[elems[i - 1].ord - 1];
 			res->outcome = IG_OUTCOME_IN_FLIGHT;
 			res->granted = false;
 		}
 		else
+		{
 			ig_claim_key(&call, &a, res);
+			/* the key's fingerprint now: as read, or as this claim stored */
+			stored_fp = res->row.fingerprint;
+			if (stored_fp == NULL && res->granted && a.grant.has_fp)
+				stored_fp = a.fingerprint_str;
+		}
 		idem_stats_count_outcome(res->outcome);
 	}
 	error_context_stack = errcb.previous;

@@ -15,13 +15,14 @@
  * of fixed length.
  *
  * Each step walks the workflows that have rows in its state, one index
- * range of (state, workflow, updated_at) each, so a pass costs what
+ * range of (state, workflow, updated_at, token) each, so a pass costs what
  * expires (and what is processing) per workflow, not the size of the table
  * nor the other workflows' rows.  Within a workflow, rows are taken in
- * batches of idem_gate.batch_size in updated_at order, each batch resuming
- * where the last stopped.  The background worker runs each batch in its
- * own transaction; idem_gate.janitor_run() runs the same code in the
- * caller's transaction.
+ * batches of idem_gate.batch_size in (updated_at, token) order, each batch
+ * resuming exactly after the last.  The background worker runs each batch
+ * in its own transaction; idem_gate.janitor_run() runs the same code in the
+ * caller's transaction.  The statements are in janitor_sql.c, the alerts'
+ * payloads and log lines in janitor_alert.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,17 +33,14 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
-#include "commands/async.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -51,7 +49,9 @@
 #include "idem_gate.h"
 #include "audit.h"
 #include "call.h"
+#include "citus.h"
 #include "janitor.h"
+#include "janitor_int.h"
 #include "stats.h"
 #include "store.h"
 
@@ -164,304 +164,21 @@ idem_janitor_define_settings(void)
 							NULL, NULL, NULL);
 }
 
+
 /* while the gate is in use, batches are this many times smaller */
 #define IG_BUSY_BATCH_DIVISOR	10
 
-/* Examples named in the pass's WARNING line. */
-#define IG_ALERT_EXAMPLES	3
-
-/*
- * Bytes of a key or workflow in an alert's payload.  NOTIFY refuses a
- * payload of about 8,000 bytes or more, and escaping can make a string six
- * times longer: two strings of this size, escaped, always fit.
- */
-#define IG_PAYLOAD_NAME_BYTES	500
-
-/* The steps of a pass, each over the rows of one state. */
-typedef enum IgStep
-{
-	IG_STEP_DELETE_COMPLETED,
-	IG_STEP_DELETE_FAILED,
-	IG_STEP_CLEAR_RECEIPTS,
-	IG_STEP_STUCK,
-	IG_NUM_STEPS
-} IgStep;
-
-static const char *const ig_step_states[IG_NUM_STEPS] = {
-	"completed", "failed_retryable", "completed", "processing"
+/* The counter of each step's rows. */
+static const IgStat ig_step_stats[IG_NUM_STEPS] = {
+	IG_STAT_DELETED_COMPLETED, IG_STAT_DELETED_FAILED, IG_STAT_RECEIPTS_CLEARED,
+	IG_STAT_ALERTS
 };
 
-/* A policy row: each interval in seconds, or < 0 for "use the setting". */
-typedef struct IgPolicy
-{
-	char	   *workflow;
-	double		secs[IG_NUM_STEPS];
-} IgPolicy;
-
-/* Where the receipts of a workflow were cleared up to. */
-typedef struct IgWatermark
-{
-	char	   *workflow;
-	TimestampTz upto;
-} IgWatermark;
-
-/* Where a step's next batch resumes: after this (updated_at, token). */
-typedef struct IgCursor
-{
-	TimestampTz at;
-	int64		token;
-} IgCursor;
-
-/* A pass in progress. */
-typedef struct IgPass
-{
-	bool		own_transactions;	/* the worker: one transaction per batch */
-	bool		v11;			/* the catalog has 1.1's objects */
-	MemoryContext cxt;			/* survives the batches' transactions */
-	IgJanitorCounts *counts;
-	int64		receipts_cleared;
-	IgPolicy   *policies;
-	int			npolicies;
-	List	   *watermarks;		/* receipts cleared, per workflow */
-	char	   *examples[IG_ALERT_EXAMPLES];
-	uint64		calls;			/* gate calls seen at the last batch */
-	int			limit;			/* rows per batch now */
-} IgPass;
-
-/* The prepared statements, per catalog version. */
-typedef enum IgJPlan
-{
-	IG_JPLAN_NEXT_WF,			/* + IgStep: one per step */
-	IG_JPLAN_BATCH = IG_NUM_STEPS,	/* + IgStep */
-	IG_JPLAN_POLICIES = 2 * IG_NUM_STEPS,
-	IG_JPLAN_WATERMARK,
-	IG_JPLAN_PRUNE_AUDIT,
-	IG_NUM_JPLANS
-} IgJPlan;
-
-static SPIPlanPtr ig_jplans[2][IG_NUM_JPLANS];
-
-/*
- * One workflow's rows of a state, after the cursor ($2, $7) in
- * (updated_at, token) order and before the cutoff $3.  Tokens are unique,
- * so the order is total and a batch resumes exactly after the last.
- */
-#define IG_RANGE \
-	" WHERE c.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state" \
-	" AND c.workflow OPERATOR(pg_catalog.=) $1" \
-	" AND (c.updated_at, c.token) OPERATOR(pg_catalog.>) ($2, $7)" \
-	" AND c.updated_at OPERATOR(pg_catalog.<) $3"
-#define IG_ORDER " ORDER BY c.updated_at, c.token"
-
-/*
- * A batch's answer: the rows it touched and the last of them in
- * (updated_at, token) order, where the next batch resumes.
- */
-#define IG_LAST(cte) \
-	"SELECT (SELECT pg_catalog.count(*) FROM " cte "), l.updated_at, l.token" \
-	" FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT x.updated_at, x.token FROM " cte " x" \
-	"  ORDER BY x.updated_at DESC, x.token DESC LIMIT 1) l ON true"
-
-/*
- * The deletion batches.  failed_retryable rows are locked with SKIP
- * LOCKED: a claim retrying one holds its lock, and the janitor must not
- * wait for it.  Completed rows are final and only a release locks them,
- * so they are deleted without a separate lock step, which would double
- * the WAL written per row.
- */
-static const char *const ig_delete_sql =
-"WITH del AS ("
-" DELETE FROM idem_gate.claims d WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-"  SELECT c.ctid FROM idem_gate.claims c" IG_RANGE IG_ORDER
-"  LIMIT $4%s))"
-" AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
-" AND d.workflow OPERATOR(pg_catalog.=) $1"
-" RETURNING d.updated_at, d.token)"
-IG_LAST("del");
-
-static const char *const ig_clear_sql =
-"WITH upd AS ("
-" UPDATE idem_gate.claims d SET result = NULL"
-" WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-"  SELECT c.ctid FROM idem_gate.claims c" IG_RANGE
-"  AND c.result IS NOT NULL" IG_ORDER
-"  LIMIT $4 FOR UPDATE OF c SKIP LOCKED))"
-" AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
-" RETURNING d.updated_at, d.token)"
-IG_LAST("upd");
-
-/*
- * The stuck claims of one workflow not yet alerted under their token; with
- * $6 (stuck_action = review) they move to needs_review, and on a 1.1
- * catalog each move is recorded in the audit trail.
- */
-static const char *const ig_stuck_sql =
-"WITH stuck AS ("
-" SELECT c.ctid AS tid, c.updated_at AS upd, $5 OPERATOR(pg_catalog.-) c.updated_at AS age"
-" FROM idem_gate.claims c" IG_RANGE
-" AND (c.alerted_token IS NULL OR c.alerted_token OPERATOR(pg_catalog.<>) c.token)"
-IG_ORDER " LIMIT $4 FOR UPDATE OF c SKIP LOCKED),"
-" done AS ("
-" UPDATE idem_gate.claims c SET alerted_token = c.token,"
-" state = CASE WHEN $6 THEN 'needs_review'::idem_gate.state ELSE c.state END,"
-" last_error = CASE WHEN $6"
-"   THEN 'stuck in processing for ' OPERATOR(pg_catalog.||) s.age::pg_catalog.text"
-"   ELSE c.last_error END,"
-" updated_at = CASE WHEN $6 THEN GREATEST($5, c.updated_at) ELSE c.updated_at END"
-" FROM stuck s WHERE c.ctid OPERATOR(pg_catalog.=) s.tid"
-" RETURNING c.workflow, c.key, c.token, c.attempt, c.claimed_at, s.age, s.upd, c.last_error)%s"
-"SELECT workflow, key, token, attempt, claimed_at, age::pg_catalog.text, upd FROM done"
-" ORDER BY upd, token";
-
-static const char *const ig_escalate_audit_sql =
-", aud AS ("
-" INSERT INTO idem_gate.audit (at, session_role, acting_role, action, workflow,"
-"  key, state_before, state_after, token, reason)"
-" SELECT $5, SESSION_USER, CURRENT_USER, 'escalate', d.workflow, d.key,"
-"  'processing', 'needs_review', d.token, d.last_error"
-" FROM done d WHERE $6)";
-
-/*
- * Argument types of the batch statements: workflow, cursor time, cutoff,
- * limit, now, review, cursor token
- */
-static Oid	ig_batch_argtypes[7] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-	INT4OID, TIMESTAMPTZOID, BOOLOID, INT8OID};
-
-/* The SQL of plan id on a catalog of version v11 or not. */
-static char *
-ig_jplan_sql(IgJPlan id, bool v11, int *nargs, Oid **argtypes)
-{
-	static Oid	text_type[2] = {TEXTOID, INT4OID};
-	static Oid	prune_types[2] = {TIMESTAMPTZOID, INT4OID};
-	static Oid	watermark_types[2] = {TEXTOID, TIMESTAMPTZOID};
-
-	*argtypes = ig_batch_argtypes;
-	if (id < IG_JPLAN_BATCH)
-	{
-		*nargs = 1;
-		*argtypes = text_type;
-		return psprintf("SELECT c.workflow FROM idem_gate.claims c"
-						" WHERE c.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
-						" AND c.workflow OPERATOR(pg_catalog.>) $1"
-						" ORDER BY c.workflow LIMIT 1",
-						ig_step_states[id]);
-	}
-	*nargs = 7;
-	switch ((int) id)
-	{
-		case IG_JPLAN_BATCH + IG_STEP_DELETE_COMPLETED:
-			return psprintf(ig_delete_sql, "completed", "", "completed");
-		case IG_JPLAN_BATCH + IG_STEP_DELETE_FAILED:
-			return psprintf(ig_delete_sql, "failed_retryable",
-							" FOR UPDATE OF c SKIP LOCKED", "failed_retryable");
-		case IG_JPLAN_BATCH + IG_STEP_CLEAR_RECEIPTS:
-			return psprintf(ig_clear_sql, "completed", "completed");
-		case IG_JPLAN_BATCH + IG_STEP_STUCK:
-			return psprintf(ig_stuck_sql, "processing",
-							v11 ? ig_escalate_audit_sql : "");
-		case IG_JPLAN_POLICIES:
-			*nargs = 0;
-			return psprintf("SELECT p.workflow,"
-							" pg_catalog.date_part('epoch', p.retention),"
-							" pg_catalog.date_part('epoch', p.failed_retention),"
-							" %s, pg_catalog.date_part('epoch', p.stuck_after)"
-							" FROM idem_gate.policies p",
-							v11 ? "pg_catalog.date_part('epoch', p.receipt_retention)" : "NULL::float8");
-		case IG_JPLAN_WATERMARK:
-			*nargs = 2;
-			*argtypes = watermark_types;
-			return pstrdup("INSERT INTO idem_gate.janitor_watermarks AS w"
-						   " (workflow, receipts_cleared_until) VALUES ($1, $2)"
-						   " ON CONFLICT (workflow) DO UPDATE"
-						   " SET receipts_cleared_until = GREATEST(w.receipts_cleared_until, $2)");
-		case IG_JPLAN_PRUNE_AUDIT:
-			*nargs = 2;
-			*argtypes = prune_types;
-			return pstrdup("WITH del AS (DELETE FROM idem_gate.audit a"
-						   " WHERE a.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-						   "  SELECT b.ctid FROM idem_gate.audit b"
-						   "  WHERE b.at OPERATOR(pg_catalog.<) $1 ORDER BY b.at LIMIT $2))"
-						   " RETURNING 1) SELECT pg_catalog.count(*) FROM del");
-		default:
-			elog(ERROR, "unknown janitor statement %d", id);
-	}
-	return NULL;				/* keep compiler quiet */
-}
-
-/*
- * Start a unit of work: in the worker its own transaction.  SPI is
- * connected either way.
- */
-static void
-ig_unit_begin(IgPass *pass)
-{
-	if (pass->own_transactions)
-	{
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		pgstat_report_activity(STATE_RUNNING, "idem_gate janitor pass");
-	}
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-}
-
-/*
- * End a unit of work: in the worker, commit and report the statistics, so
- * that autovacuum sees the deletions.
- */
-static void
-ig_unit_end(IgPass *pass)
-{
-	SPI_finish();
-	if (pass->own_transactions)
-	{
-		PopActiveSnapshot();
-		CommitTransactionCommand();
-		pgstat_report_stat(false);
-		pgstat_report_activity(STATE_IDLE, NULL);
-		MemoryContextSwitchTo(pass->cxt);
-	}
-}
-
-/*
- * Run plan id with values (prepared on first use, as a generic plan: the
- * parameters never change the best plan, an index range scan).
- */
-static void
-ig_jexec(IgPass *pass, IgJPlan id, Datum *values, const char *nulls)
-{
-	SPIPlanPtr *slot = &ig_jplans[pass->v11][id];
-
-	if (*slot == NULL)
-	{
-		int			nargs;
-		Oid		   *argtypes;
-		char	   *sql = ig_jplan_sql(id, pass->v11, &nargs, &argtypes);
-		SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes,
-											  CURSOR_OPT_GENERIC_PLAN);
-
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-				 sql, SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
-		*slot = plan;
-	}
-	if (SPI_execute_plan(*slot, values, nulls, false, 0) < 0)
-		elog(ERROR, "idem_gate janitor query failed");
-}
-
-/* A float8 column of the last result, or -1 when NULL. */
-static double
-ig_jfloat(HeapTuple tup, int col)
-{
-	bool		isnull;
-	Datum		d = SPI_getbinval(tup, SPI_tuptable->tupdesc, col, &isnull);
-
-	return isnull ? -1 : DatumGetFloat8(d);
-}
+/* Each step's setting, in seconds, for workflows without a policy. */
+static const int *const ig_step_settings[IG_NUM_STEPS] = {
+	&idem_retention, &idem_failed_retention, &idem_receipt_retention,
+	&idem_stuck_after
+};
 
 /* Load the policies (and, on 1.1, the receipt watermarks) for a pass. */
 static void
@@ -516,10 +233,6 @@ ig_load_policies(IgPass *pass)
 static int64
 ig_step_usecs(IgPass *pass, IgStep step, const char *workflow)
 {
-	static const int *const settings[IG_NUM_STEPS] = {
-		&idem_retention, &idem_failed_retention, &idem_receipt_retention,
-		&idem_stuck_after
-	};
 	double		secs = -1;
 	double		retention = -1;
 
@@ -531,7 +244,7 @@ ig_step_usecs(IgPass *pass, IgStep step, const char *workflow)
 			break;
 		}
 	if (secs < 0)
-		secs = *settings[step];
+		secs = *ig_step_settings[step];
 	if (step == IG_STEP_CLEAR_RECEIPTS && secs > 0)
 	{
 		/* a receipt never outlives its row: keep within the retention */
@@ -549,6 +262,8 @@ ig_watermark(IgPass *pass, const char *workflow)
 {
 	ListCell   *lc;
 
+	if (pass->shard != NULL)
+		return DT_NOBEGIN;		/* on Citus: one watermark per node, not per shard */
 	foreach(lc, pass->watermarks)
 	{
 		IgWatermark *w = lfirst(lc);
@@ -559,88 +274,6 @@ ig_watermark(IgPass *pass, const char *workflow)
 	return DT_NOBEGIN;
 }
 
-/*
- * A key or workflow for a log line: cut, and with control characters
- * shown as \xNN, so that a key cannot forge lines of the server log.
- */
-static char *
-ig_log_display(const char *s)
-{
-	char	   *cut = idem_display(s);
-	StringInfoData out;
-
-	initStringInfo(&out);
-	for (const char *p = cut; *p; p++)
-	{
-		unsigned char c = (unsigned char) *p;
-
-		if (c < 0x20 || c == 0x7f || c == '\\')
-			appendStringInfo(&out, "\\x%02x", c);
-		else
-			appendStringInfoChar(&out, c);
-	}
-	return out.data;
-}
-
-/* A JSON string member of an alert's payload, cut to fit. */
-static void
-ig_payload_name(StringInfo buf, const char *member, const char *s)
-{
-	int			len = strlen(s);
-	int			cut = len;
-
-	if (len > IG_PAYLOAD_NAME_BYTES)
-		cut = pg_mbcliplen(s, len, IG_PAYLOAD_NAME_BYTES);
-	appendStringInfo(buf, "\"%s\":", member);
-	escape_json(buf, pnstrdup(s, cut));
-	if (cut < len)
-		appendStringInfo(buf, ",\"%s_truncated\":true", member);
-	appendStringInfoChar(buf, ',');
-}
-
-/*
- * Raise the alerts of one stuck batch: a NOTIFY per claim, whose payload
- * is built here and always fits, and the examples of the WARNING line.
- */
-static void
-ig_alert_rows(IgPass *pass, bool review)
-{
-	TupleDesc	desc = SPI_tuptable->tupdesc;
-
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		char	   *wf = SPI_getvalue(tup, desc, 1);
-		char	   *key = SPI_getvalue(tup, desc, 2);
-		char	   *token = SPI_getvalue(tup, desc, 3);
-		char	   *age = SPI_getvalue(tup, desc, 6);
-		int64		k = pass->counts->alerts + i;
-		StringInfoData payload;
-
-		initStringInfo(&payload);
-		appendStringInfoChar(&payload, '{');
-		ig_payload_name(&payload, "workflow", wf);
-		ig_payload_name(&payload, "key", key);
-		appendStringInfo(&payload, "\"token\":%s,\"attempt\":%s,\"claimed_at\":",
-						 token, SPI_getvalue(tup, desc, 4));
-		escape_json(&payload, SPI_getvalue(tup, desc, 5));
-		appendStringInfoString(&payload, ",\"age\":");
-		escape_json(&payload, age);
-		appendStringInfo(&payload, ",\"action\":\"%s\"}",
-						 review ? "needs_review" : "alert");
-		Async_Notify("idem_gate_alert", payload.data);
-
-		if (k < IG_ALERT_EXAMPLES)
-		{
-			MemoryContext old = MemoryContextSwitchTo(pass->cxt);
-
-			pass->examples[k] = psprintf("workflow \"%s\" key \"%s\" token %s stuck for %s",
-										 ig_log_display(wf), ig_log_display(key),
-										 token, age);
-			MemoryContextSwitchTo(old);
-		}
-	}
-}
 
 /*
  * Run one batch of step over workflow's rows after *cursor and before
@@ -652,7 +285,9 @@ ig_batch(IgPass *pass, IgStep step, const char *workflow,
 		 IgCursor *cursor, TimestampTz cutoff, TimestampTz now)
 {
 	bool		review = (idem_stuck_action == IDEM_STUCK_REVIEW);
-	Datum		values[7];
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	int			setting = *ig_step_settings[step];
 	uint64		n;
 	bool		isnull;
 	HeapTuple	last = NULL;
@@ -666,9 +301,12 @@ ig_batch(IgPass *pass, IgStep step, const char *workflow,
 	values[4] = TimestampTzGetDatum(now);
 	values[5] = BoolGetDatum(review);
 	values[6] = Int64GetDatum(cursor->token);
+	/* a receipt retention of 0 keeps receipts: no cutoff without a policy */
+	values[7] = Float8GetDatum((double) setting);
+	nulls[7] = (setting == 0) ? 'n' : ' ';
 
 	ig_unit_begin(pass);
-	ig_jexec(pass, IG_JPLAN_BATCH + step, values, NULL);
+	ig_jexec(pass, IG_JPLAN_BATCH + step, values, nulls);
 	if (step == IG_STEP_STUCK)
 	{
 		/* the alerted rows, in (updated_at, token) order */
@@ -695,6 +333,11 @@ ig_batch(IgPass *pass, IgStep step, const char *workflow,
 													token_col, &isnull));
 	}
 	ig_unit_end(pass);
+
+	/* counted as each batch commits, so the counters follow the rows */
+	idem_stats_add(ig_step_stats[step], n);
+	if (step == IG_STEP_STUCK && review)
+		idem_stats_add(IG_STAT_ESCALATIONS, n);
 	return n;
 }
 
@@ -758,6 +401,8 @@ ig_save_watermark(IgPass *pass, const char *workflow, TimestampTz upto)
 {
 	Datum		values[2];
 
+	if (pass->shard != NULL)
+		return;
 	values[0] = CStringGetTextDatum(workflow);
 	values[1] = TimestampTzGetDatum(upto);
 	ig_unit_begin(pass);
@@ -852,8 +497,49 @@ ig_catalog_is_1_1(IgPass *pass)
 }
 
 /*
+ * The steps of a pass over idem_gate.claims, or on Citus over one of the
+ * shards this node holds.
+ */
+static void
+ig_pass_steps(IgPass *pass)
+{
+	IgJanitorCounts *counts = pass->counts;
+
+	counts->deleted_completed += ig_step(pass, IG_STEP_DELETE_COMPLETED);
+	counts->deleted_failed += ig_step(pass, IG_STEP_DELETE_FAILED);
+	if (pass->v11)
+		pass->receipts_cleared += ig_step(pass, IG_STEP_CLEAR_RECEIPTS);
+	ig_step(pass, IG_STEP_STUCK);
+	if (pass->v11)
+		ig_prune_audit(pass);
+}
+
+/*
+ * The shards of idem_gate.claims this node holds, or NIL where the table
+ * is not a Citus table (citus set accordingly).
+ */
+static List *
+ig_local_shards(IgPass *pass, bool *citus)
+{
+	List	   *shards = NIL;
+
+	ig_unit_begin(pass);
+	*citus = ig_store_is_citus();
+	if (*citus)
+	{
+		MemoryContext old = MemoryContextSwitchTo(pass->cxt);
+
+		shards = ig_citus_local_shards();
+		MemoryContextSwitchTo(old);
+	}
+	ig_unit_end(pass);
+	return shards;
+}
+
+/*
  * One janitor pass.  own_transactions is true in the worker, which must be
- * outside any transaction when it calls this.
+ * outside any transaction when it calls this.  On Citus each node cleans
+ * the shards it holds, so each claim is cleaned once across the cluster.
  */
 void
 idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
@@ -861,6 +547,9 @@ idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 	IgPass		pass;
 	TimestampTz start = GetCurrentTimestamp();
 	MemoryContext caller = CurrentMemoryContext;
+	List	   *shards;
+	ListCell   *lc;
+	bool		citus;
 
 	memset(counts, 0, sizeof(*counts));
 	memset(&pass, 0, sizeof(pass));
@@ -875,15 +564,17 @@ idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 
 	pass.v11 = ig_catalog_is_1_1(&pass);
 	ig_load_policies(&pass);
-	counts->deleted_completed = ig_step(&pass, IG_STEP_DELETE_COMPLETED);
-	counts->deleted_failed = ig_step(&pass, IG_STEP_DELETE_FAILED);
-	if (pass.v11)
-		pass.receipts_cleared = ig_step(&pass, IG_STEP_CLEAR_RECEIPTS);
-	ig_step(&pass, IG_STEP_STUCK);
+	shards = ig_local_shards(&pass, &citus);
+	if (!citus)
+		ig_pass_steps(&pass);
+	foreach(lc, shards)
+	{
+		pass.shard = lfirst(lc);
+		ig_pass_steps(&pass);
+	}
+	pass.shard = NULL;
 	if (idem_stuck_action == IDEM_STUCK_REVIEW)
 		counts->escalated = counts->alerts;
-	if (pass.v11)
-		ig_prune_audit(&pass);
 
 	if (counts->alerts > 0)
 	{
@@ -905,11 +596,6 @@ idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 				 errhint("Their side effects may have half-happened: check them, then call idem_resolve() with 'completed' or 'retry'.")));
 	}
 
-	idem_stats_add(IG_STAT_DELETED_COMPLETED, counts->deleted_completed);
-	idem_stats_add(IG_STAT_DELETED_FAILED, counts->deleted_failed);
-	idem_stats_add(IG_STAT_RECEIPTS_CLEARED, pass.receipts_cleared);
-	idem_stats_add(IG_STAT_ALERTS, counts->alerts);
-	idem_stats_add(IG_STAT_ESCALATIONS, counts->escalated);
 	idem_stats_pass_done(start, GetCurrentTimestamp());
 
 	ereport(DEBUG1,

@@ -32,12 +32,8 @@ extern int	idem_stuck_after;
 extern int	idem_stuck_action;
 extern int	idem_batch_size;
 extern int	idem_batch_delay;
-extern int	idem_naptime;
-extern char *idem_database;
-extern char *idem_worker_role;
 
 extern void idem_janitor_define_settings(void);
 extern void idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions);
-extern void idem_worker_register(void);
 
 #endif							/* IDEM_GATE_JANITOR_H */

@@ -12,14 +12,19 @@
  *
  * Two passes over the text:
  *
- * 1. Validate and index.  For every object record where it starts and
- *    ends, and its members (decoded name, offset of the value), sorted by
- *    name; duplicates show up as neighbours after the sort.  Arrays and
- *    scalars are only checked, not stored, so the index costs a few bytes
- *    per object member, not per value.
+ * 1. Validate and index.  Check the whole text, refuse duplicate member
+ *    names, and record only the objects whose members are not already in
+ *    canonical order: for each, where it starts, and the offsets of its
+ *    member names in canonical order (4 bytes a member).  Objects already
+ *    in order (every empty or one-member object, and documents written by
+ *    a canonical serializer) cost nothing, nor do arrays and scalars, so
+ *    the index stays well below the size of the text whatever its shape.
+ *    Member names are compared decoded; a name with escapes is decoded
+ *    into a scratch stack that lives only until its object is checked.
  *
- * 2. Write.  Walk the text again from the root: arrays and scalars are
- *    written as they are met, objects through their sorted member lists.
+ * 2. Write.  Walk the text again from the root: arrays, scalars and
+ *    objects in order are written as they are met, the other objects
+ *    member by member in the order the index gives.
  *
  * Both passes recurse once per nesting level, with check_stack_depth().
  *
@@ -27,284 +32,132 @@
  */
 #include "postgres.h"
 
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 
 #include "jcs.h"
+#include "jcs_json.h"
+#include "jcs_json_lex.h"
+#include "jcs_number.h"
 
-/* An object of the document: its extent and its sorted members. */
+/*
+ * A member name met in pass 1: the offset of its opening quote, and either
+ * its length (it has no escape and is used in place) or, with
+ * JCS_J_DECODED set, the offset in the scratch stack of its decoded form
+ * (a uint32 length, then the bytes).
+ */
+typedef struct JcsJName
+{
+	uint32		off;
+	uint32		ref;
+} JcsJName;
+
+#define JCS_J_DECODED	0x80000000U
+
+/* set on the last name offset of a record in JcsJDoc.recs */
+#define JCS_J_LAST		0x80000000U
+
+/* An object whose members must be reordered, and where its record is. */
 typedef struct JcsJObject
 {
 	uint32		start;			/* offset of '{' */
-	uint32		end;			/* offset after '}' */
-	int64		first;			/* index of its first member in members */
-	int64		count;
+	uint32		rec;			/* its record in JcsJDoc.recs */
 } JcsJObject;
 
 typedef struct JcsJDoc
 {
-	const unsigned char *text;
-	uint32		len;
-	JcsJObject *objs;			/* in order of their '{' */
+	JcsJText	src;			/* the document */
+	/* index: objects to reorder (by start after pass 1) and their records */
+	JcsJObject *objs;
 	int64		nobjs;
 	int64		maxobjs;
-	JcsMember  *members;		/* members of each object, contiguous */
-	int64		nmembers;
-	int64		maxmembers;
-	JcsMember  *pending;		/* members of the objects being parsed */
-	int64		npending;
-	int64		maxpending;
+	uint32	   *recs;			/* per object: its name offsets, the last
+								 * with JCS_J_LAST */
+	int64		nrecs;
+	int64		maxrecs;
+	/* pass 1 only: names of the objects being parsed, innermost last */
+	JcsJName   *names;
+	int64		nnames;
+	int64		maxnames;
+	char	   *scratch;		/* decoded names with escapes */
+	int64		nscratch;
+	int64		maxscratch;
 } JcsJDoc;
 
 static uint32 jcs_j_parse_value(JcsJDoc *doc, uint32 pos);
 static uint32 jcs_j_emit_value(JcsState *st, JcsJDoc *doc, uint32 pos);
 
 /*
- * A json datum has passed json_in, so syntax errors are not expected here;
- * this still refuses anything that is not JSON rather than guess.
+ * Make room for n more elements of size elemsize in a growing array (NULL
+ * when empty) of *max elements, used of them in use; returns the array,
+ * which may move.
+ */
+static void *
+jcs_j_reserve(void *arr, int64 *max, int64 used, int64 n, Size elemsize)
+{
+	if (used + n > *max)
+	{
+		*max = Max(Max(*max * 2, 64), used + n);
+		if (arr == NULL)
+			return MemoryContextAllocHuge(CurrentMemoryContext,
+										  (Size) *max * elemsize);
+		arr = repalloc_huge(arr, (Size) *max * elemsize);
+	}
+	return arr;
+}
+
+/* The decoded bytes and length of a name met in pass 1. */
+static inline const char *
+jcs_j_name(const JcsJDoc *doc, const JcsJName *n, int *len)
+{
+	const char *p;
+	uint32		l;
+
+	if (!(n->ref & JCS_J_DECODED))
+	{
+		*len = (int) n->ref;
+		return (const char *) doc->src.text + n->off + 1;
+	}
+	p = doc->scratch + (n->ref & ~JCS_J_DECODED);
+	memcpy(&l, p, sizeof(l));
+	*len = (int) l;
+	return p + sizeof(l);
+}
+
+/* Order two names of pass 1 (in the document arg) as RFC 8785 does. */
+static int
+jcs_j_name_cmp(const void *a, const void *b, void *arg)
+{
+	int			alen;
+	int			blen;
+	const char *ak = jcs_j_name(arg, a, &alen);
+	const char *bk = jcs_j_name(arg, b, &blen);
+
+	return jcs_key_cmp(ak, alen, bk, blen);
+}
+
+/*
+ * Sort the names of one object.  Objects are mostly small, where an
+ * insertion sort beats qsort's overhead.
  */
 static void
-jcs_j_syntax_error(JcsJDoc *doc, uint32 pos)
+jcs_j_sort_names(JcsJDoc *doc, JcsJName *m, int64 n)
 {
-	if (pos >= doc->len)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-				 errmsg("invalid input syntax for type json"),
-				 errdetail("The input ends unexpectedly.")));
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-			 errmsg("invalid input syntax for type json"),
-			 errdetail("Unexpected character at byte %u.", pos + 1)));
-}
+	int64		i;
 
-/* Skip JSON whitespace. */
-static inline uint32
-jcs_j_skip_ws(JcsJDoc *doc, uint32 pos)
-{
-	while (pos < doc->len &&
-		   (doc->text[pos] == ' ' || doc->text[pos] == '\n' ||
-			doc->text[pos] == '\r' || doc->text[pos] == '\t'))
-		pos++;
-	return pos;
-}
-
-/* Value of four hex digits at pos, or -1. */
-static int
-jcs_j_hex4(JcsJDoc *doc, uint32 pos)
-{
-	int			v = 0;
-	int			i;
-
-	if (pos + 4 > doc->len)
-		return -1;
-	for (i = 0; i < 4; i++)
+	if (n > 16)
 	{
-		unsigned char c = doc->text[pos + i];
-
-		v <<= 4;
-		if (c >= '0' && c <= '9')
-			v |= c - '0';
-		else if (c >= 'a' && c <= 'f')
-			v |= c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			v |= c - 'A' + 10;
-		else
-			return -1;
+		qsort_arg(m, n, sizeof(JcsJName), jcs_j_name_cmp, doc);
+		return;
 	}
-	return v;
-}
-
-/*
- * Refuse a lone surrogate: RFC 8785 section 3.2.2.2 requires strings to
- * be valid Unicode, and jsonb refuses them too.
- */
-static void
-jcs_j_surrogate_error(uint32 pos, int cp)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-			 errmsg("invalid input syntax for type json"),
-			 errdetail("The escape \\u%04x at byte %u is a lone UTF-16 surrogate; canonical JSON needs valid Unicode.",
-					   cp, pos + 1),
-			 errhint("A high surrogate \\ud800-\\udbff must be followed by a low surrogate \\udc00-\\udfff.")));
-}
-
-/*
- * Read the \u escape at pos (pointing at the backslash), including the low
- * half of a surrogate pair; returns the code point and sets *next.
- */
-static int
-jcs_j_unicode_escape(JcsJDoc *doc, uint32 pos, uint32 *next)
-{
-	int			cp = jcs_j_hex4(doc, pos + 2);
-
-	if (cp < 0)
-		jcs_j_syntax_error(doc, pos);
-	if (cp >= 0xD800 && cp <= 0xDBFF)
+	for (i = 1; i < n; i++)
 	{
-		int			lo = -1;
+		JcsJName	t = m[i];
+		int64		j = i;
 
-		if (pos + 7 < doc->len && doc->text[pos + 6] == '\\' &&
-			doc->text[pos + 7] == 'u')
-			lo = jcs_j_hex4(doc, pos + 8);
-		if (lo < 0xDC00 || lo > 0xDFFF)
-			jcs_j_surrogate_error(pos, cp);
-		*next = pos + 12;
-		return 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+		for (; j > 0 && jcs_j_name_cmp(&m[j - 1], &t, doc) > 0; j--)
+			m[j] = m[j - 1];
+		m[j] = t;
 	}
-	if (cp >= 0xDC00 && cp <= 0xDFFF)
-		jcs_j_surrogate_error(pos, cp);
-	*next = pos + 6;
-	return cp;
-}
-
-/*
- * Check the string whose opening quote is at pos; returns the offset after
- * its closing quote and tells whether it holds any escape.
- */
-static uint32
-jcs_j_scan_string(JcsJDoc *doc, uint32 pos, bool *escapes)
-{
-	const unsigned char *t = doc->text;
-
-	*escapes = false;
-	pos++;
-	while (pos < doc->len)
-	{
-		unsigned char c = t[pos];
-
-		if (c == '"')
-			return pos + 1;
-		if (c < 0x20)
-			jcs_j_syntax_error(doc, pos);
-		if (c != '\\')
-		{
-			pos++;
-			continue;
-		}
-		*escapes = true;
-		if (pos + 1 >= doc->len)
-			jcs_j_syntax_error(doc, pos + 1);
-		switch (t[pos + 1])
-		{
-			case '"':
-			case '\\':
-			case '/':
-			case 'b':
-			case 'f':
-			case 'n':
-			case 'r':
-			case 't':
-				pos += 2;
-				break;
-			case 'u':
-				(void) jcs_j_unicode_escape(doc, pos, &pos);
-				break;
-			default:
-				jcs_j_syntax_error(doc, pos + 1);
-		}
-	}
-	jcs_j_syntax_error(doc, pos);
-	return pos;					/* keep the compiler quiet */
-}
-
-/*
- * Decode the checked string content between start and end (the closing
- * quote) into out, which needs end - start bytes; returns the length.
- */
-static int
-jcs_j_decode_string(JcsJDoc *doc, uint32 start, uint32 end, char *out)
-{
-	const unsigned char *t = doc->text;
-	char	   *o = out;
-	uint32		pos = start;
-
-	while (pos < end)
-	{
-		int			cp;
-
-		if (t[pos] != '\\')
-		{
-			*o++ = t[pos++];
-			continue;
-		}
-		switch (t[pos + 1])
-		{
-			case 'b':
-				*o++ = '\b';
-				break;
-			case 'f':
-				*o++ = '\f';
-				break;
-			case 'n':
-				*o++ = '\n';
-				break;
-			case 'r':
-				*o++ = '\r';
-				break;
-			case 't':
-				*o++ = '\t';
-				break;
-			case 'u':
-				cp = jcs_j_unicode_escape(doc, pos, &pos);
-				unicode_to_utf8(cp, (unsigned char *) o);
-				o += pg_utf_mblen((unsigned char *) o);
-				continue;
-			default:			/* '"', '\\', '/' */
-				*o++ = t[pos + 1];
-				break;
-		}
-		pos += 2;
-	}
-	return o - out;
-}
-
-/* Check a number token at pos; returns the offset after it. */
-static uint32
-jcs_j_scan_number(JcsJDoc *doc, uint32 pos)
-{
-	const unsigned char *t = doc->text;
-	uint32		len = doc->len;
-
-	if (pos < len && t[pos] == '-')
-		pos++;
-	if (pos < len && t[pos] == '0')
-		pos++;
-	else if (pos < len && t[pos] >= '1' && t[pos] <= '9')
-	{
-		while (pos < len && t[pos] >= '0' && t[pos] <= '9')
-			pos++;
-	}
-	else
-		jcs_j_syntax_error(doc, pos);
-	if (pos < len && t[pos] == '.')
-	{
-		pos++;
-		if (!(pos < len && t[pos] >= '0' && t[pos] <= '9'))
-			jcs_j_syntax_error(doc, pos);
-		while (pos < len && t[pos] >= '0' && t[pos] <= '9')
-			pos++;
-	}
-	if (pos < len && (t[pos] == 'e' || t[pos] == 'E'))
-	{
-		pos++;
-		if (pos < len && (t[pos] == '+' || t[pos] == '-'))
-			pos++;
-		if (!(pos < len && t[pos] >= '0' && t[pos] <= '9'))
-			jcs_j_syntax_error(doc, pos);
-		while (pos < len && t[pos] >= '0' && t[pos] <= '9')
-			pos++;
-	}
-	return pos;
-}
-
-/* Check a literal (true, false, null) at pos. */
-static uint32
-jcs_j_scan_literal(JcsJDoc *doc, uint32 pos, const char *lit, uint32 litlen)
-{
-	if (pos + litlen > doc->len || memcmp(doc->text + pos, lit, litlen) != 0)
-		jcs_j_syntax_error(doc, pos);
-	return pos + litlen;
 }
 
 /*
@@ -313,119 +166,119 @@ jcs_j_scan_literal(JcsJDoc *doc, uint32 pos, const char *lit, uint32 litlen)
  * sender did not mean.
  */
 static void
-jcs_j_duplicate_error(const JcsMember *m)
+jcs_j_duplicate_error(const JcsJDoc *doc, const JcsJName *n)
 {
+	int			len;
+	const char *name = jcs_j_name(doc, n, &len);
+
 	ereport(ERROR,
 			(errcode(ERRCODE_DUPLICATE_JSON_OBJECT_KEY_VALUE),
 			 errmsg("duplicate JSON object member name \"%s\"",
-					jcs_display(m->key, m->keylen)),
+					jcs_display(name, len)),
 			 errdetail("Canonical JSON (RFC 8785) needs unique member names within an object."),
 			 errhint("Remove the duplicate, or cast the document to jsonb, which keeps the last value of each name.")));
+}
+
+/*
+ * Pass 1: note the name of a member whose opening quote is at kstart and
+ * closing quote at end - 1.
+ */
+static void
+jcs_j_push_name(JcsJDoc *doc, uint32 kstart, uint32 end, bool escapes)
+{
+	JcsJName   *n;
+	uint32		l;
+
+	doc->names = jcs_j_reserve(doc->names, &doc->maxnames, doc->nnames, 1,
+							   sizeof(JcsJName));
+	n = &doc->names[doc->nnames++];
+	n->off = kstart;
+	if (!escapes)
+	{
+		n->ref = end - kstart - 2;
+		return;
+	}
+	doc->scratch = jcs_j_reserve(doc->scratch, &doc->maxscratch, doc->nscratch,
+								 sizeof(uint32) + (end - kstart), 1);
+	l = jcs_j_decode_string(&doc->src, kstart + 1, end - 1,
+							doc->scratch + doc->nscratch + sizeof(uint32));
+	memcpy(doc->scratch + doc->nscratch, &l, sizeof(l));
+	n->ref = (uint32) doc->nscratch | JCS_J_DECODED;
+	doc->nscratch += sizeof(uint32) + l;
+}
+
+/*
+ * Pass 1, at the end of the object that starts at start and whose names
+ * are m[0 .. count-1]: refuse duplicates and, unless the names are already
+ * in canonical order, record their offsets in that order.
+ */
+static void
+jcs_j_index_object(JcsJDoc *doc, uint32 start, JcsJName *m, int64 count)
+{
+	int64		i;
+
+	for (i = 1; i < count; i++)
+	{
+		int			c = jcs_j_name_cmp(&m[i - 1], &m[i], doc);
+
+		if (c == 0)
+			jcs_j_duplicate_error(doc, &m[i]);
+		if (c > 0)
+			break;
+	}
+	if (i >= count)
+		return;					/* in order */
+
+	jcs_j_sort_names(doc, m, count);
+	for (i = 1; i < count; i++)
+	{
+		if (jcs_j_name_cmp(&m[i - 1], &m[i], doc) == 0)
+			jcs_j_duplicate_error(doc, &m[i]);
+	}
+	doc->objs = jcs_j_reserve(doc->objs, &doc->maxobjs, doc->nobjs, 1,
+							  sizeof(JcsJObject));
+	doc->objs[doc->nobjs].start = start;
+	doc->objs[doc->nobjs].rec = (uint32) doc->nrecs;
+	doc->nobjs++;
+	doc->recs = jcs_j_reserve(doc->recs, &doc->maxrecs, doc->nrecs, count,
+							  sizeof(uint32));
+	for (i = 0; i < count; i++)
+		doc->recs[doc->nrecs++] = m[i].off;
+	doc->recs[doc->nrecs - 1] |= JCS_J_LAST;
 }
 
 /* Pass 1 for an object whose '{' is at pos. */
 static uint32
 jcs_j_parse_object(JcsJDoc *doc, uint32 pos)
 {
-	int64		id = doc->nobjs;
-	int64		base = doc->npending;
-	int64		count;
-	int64		first;
-	int64		i;
+	uint32		start = pos;
+	int64		base = doc->nnames;
+	int64		sbase = doc->nscratch;
 
-	if (doc->nobjs >= doc->maxobjs)
+	pos = jcs_j_skip_ws(&doc->src, pos + 1);
+	if (pos < doc->src.len && doc->src.text[pos] == '}')
+		return pos + 1;
+	for (;;)
 	{
-		doc->maxobjs *= 2;
-		doc->objs = repalloc_huge(doc->objs, doc->maxobjs * sizeof(JcsJObject));
+		uint32		kstart = pos;
+		bool		escapes;
+
+		if (pos >= doc->src.len || doc->src.text[pos] != '"')
+			jcs_j_syntax_error(&doc->src, pos);
+		pos = jcs_j_scan_string(&doc->src, pos, &escapes);
+		jcs_j_push_name(doc, kstart, pos, escapes);
+
+		pos = jcs_j_skip_ws(&doc->src, pos);
+		if (pos >= doc->src.len || doc->src.text[pos] != ':')
+			jcs_j_syntax_error(&doc->src, pos);
+		pos = jcs_j_skip_ws(&doc->src, pos + 1);
+		pos = jcs_j_parse_value(doc, pos);
+		if (!jcs_j_next_item(&doc->src, &pos, '}'))
+			break;
 	}
-	doc->nobjs++;
-	doc->objs[id].start = pos;
-
-	pos = jcs_j_skip_ws(doc, pos + 1);
-	if (pos < doc->len && doc->text[pos] == '}')
-		pos++;
-	else
-	{
-		for (;;)
-		{
-			uint32		kstart = pos;
-			bool		escapes;
-			JcsMember  *m;
-
-			if (pos >= doc->len || doc->text[pos] != '"')
-				jcs_j_syntax_error(doc, pos);
-			pos = jcs_j_scan_string(doc, pos, &escapes);
-			if (doc->npending >= doc->maxpending)
-			{
-				doc->maxpending *= 2;
-				doc->pending = repalloc_huge(doc->pending,
-											 doc->maxpending * sizeof(JcsMember));
-			}
-			m = &doc->pending[doc->npending++];
-			if (escapes)
-			{
-				char	   *k = palloc(pos - kstart);
-
-				m->key = k;
-				m->keylen = jcs_j_decode_string(doc, kstart + 1, pos - 1, k);
-			}
-			else
-			{
-				m->key = (const char *) doc->text + kstart + 1;
-				m->keylen = pos - kstart - 2;
-			}
-
-			pos = jcs_j_skip_ws(doc, pos);
-			if (pos >= doc->len || doc->text[pos] != ':')
-				jcs_j_syntax_error(doc, pos);
-			pos = jcs_j_skip_ws(doc, pos + 1);
-			m->voff = pos;		/* m may move during the next call */
-			pos = jcs_j_parse_value(doc, pos);
-			pos = jcs_j_skip_ws(doc, pos);
-			if (pos < doc->len && doc->text[pos] == ',')
-			{
-				pos = jcs_j_skip_ws(doc, pos + 1);
-				continue;
-			}
-			if (pos < doc->len && doc->text[pos] == '}')
-			{
-				pos++;
-				break;
-			}
-			jcs_j_syntax_error(doc, pos);
-		}
-	}
-
-	/* move the members to their final place, sorted */
-	count = doc->npending - base;
-	first = doc->nmembers;
-	if (doc->nmembers + count > doc->maxmembers)
-	{
-		doc->maxmembers = Max(doc->maxmembers * 2, doc->nmembers + count);
-		doc->members = repalloc_huge(doc->members,
-									 doc->maxmembers * sizeof(JcsMember));
-	}
-	if (count > 0)
-		memcpy(doc->members + first, doc->pending + base,
-			   count * sizeof(JcsMember));
-	doc->nmembers += count;
-	doc->npending = base;
-	if (count > PG_INT32_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("JSON object has too many members")));
-	jcs_sort_members(doc->members + first, (int) count);
-	for (i = 1; i < count; i++)
-	{
-		JcsMember  *a = &doc->members[first + i - 1];
-		JcsMember  *b = &doc->members[first + i];
-
-		if (jcs_key_cmp(a->key, a->keylen, b->key, b->keylen) == 0)
-			jcs_j_duplicate_error(b);
-	}
-	doc->objs[id].first = first;
-	doc->objs[id].count = count;
-	doc->objs[id].end = pos;
+	jcs_j_index_object(doc, start, doc->names + base, doc->nnames - base);
+	doc->nnames = base;
+	doc->nscratch = sbase;
 	return pos;
 }
 
@@ -435,46 +288,51 @@ jcs_j_parse_value(JcsJDoc *doc, uint32 pos)
 {
 	bool		escapes;
 
-	if (pos >= doc->len)
-		jcs_j_syntax_error(doc, pos);
-	switch (doc->text[pos])
+	if (pos >= doc->src.len)
+		jcs_j_syntax_error(&doc->src, pos);
+	switch (doc->src.text[pos])
 	{
 		case '{':
 			check_stack_depth();
 			return jcs_j_parse_object(doc, pos);
 		case '[':
 			check_stack_depth();
-			pos = jcs_j_skip_ws(doc, pos + 1);
-			if (pos < doc->len && doc->text[pos] == ']')
+			pos = jcs_j_skip_ws(&doc->src, pos + 1);
+			if (pos < doc->src.len && doc->src.text[pos] == ']')
 				return pos + 1;
-			for (;;)
+			do
 			{
 				pos = jcs_j_parse_value(doc, pos);
-				pos = jcs_j_skip_ws(doc, pos);
-				if (pos < doc->len && doc->text[pos] == ',')
-				{
-					pos = jcs_j_skip_ws(doc, pos + 1);
-					continue;
-				}
-				if (pos < doc->len && doc->text[pos] == ']')
-					return pos + 1;
-				jcs_j_syntax_error(doc, pos);
-			}
+			} while (jcs_j_next_item(&doc->src, &pos, ']'));
+			return pos;
 		case '"':
-			return jcs_j_scan_string(doc, pos, &escapes);
+			return jcs_j_scan_string(&doc->src, pos, &escapes);
 		case 't':
-			return jcs_j_scan_literal(doc, pos, "true", 4);
+			return jcs_j_scan_literal(&doc->src, pos, "true", 4);
 		case 'f':
-			return jcs_j_scan_literal(doc, pos, "false", 5);
+			return jcs_j_scan_literal(&doc->src, pos, "false", 5);
 		case 'n':
-			return jcs_j_scan_literal(doc, pos, "null", 4);
+			return jcs_j_scan_literal(&doc->src, pos, "null", 4);
 		default:
-			return jcs_j_scan_number(doc, pos);
+			return jcs_j_scan_number(&doc->src, pos);
 	}
 }
 
-/* Find the object starting at pos (pass 2). */
-static const JcsJObject *
+/* qsort comparator: objects to reorder by their start. */
+static int
+jcs_j_object_cmp(const void *a, const void *b)
+{
+	uint32		sa = ((const JcsJObject *) a)->start;
+	uint32		sb = ((const JcsJObject *) b)->start;
+
+	return (sa > sb) - (sa < sb);
+}
+
+/*
+ * Pass 2: the record of the object starting at pos, or -1 when its
+ * members are already in canonical order.
+ */
+static int64
 jcs_j_find_object(JcsJDoc *doc, uint32 pos)
 {
 	int64		lo = 0;
@@ -485,75 +343,124 @@ jcs_j_find_object(JcsJDoc *doc, uint32 pos)
 		int64		mid = lo + (hi - lo) / 2;
 
 		if (doc->objs[mid].start == pos)
-			return &doc->objs[mid];
+			return doc->objs[mid].rec;
 		if (doc->objs[mid].start < pos)
 			lo = mid + 1;
 		else
 			hi = mid - 1;
 	}
-	elog(ERROR, "canonical JSON: no object indexed at byte %u", pos);
-	return NULL;				/* keep the compiler quiet */
+	return -1;
 }
 
-/* Pass 2 for a string at pos; returns its end. */
-static uint32
-jcs_j_emit_string(JcsState *st, JcsJDoc *doc, uint32 pos)
+/*
+ * Pass 2: the decoded bytes and length of the checked string whose opening
+ * quote is at pos, and in *end the offset after its closing quote.  A
+ * string without escapes is returned in place; otherwise *buf is set to a
+ * palloc'd copy the caller frees.
+ */
+static const char *
+jcs_j_read_string(JcsJDoc *doc, uint32 pos, int *len, char **buf,
+				  uint32 *end)
 {
-	const unsigned char *t = doc->text;
+	const unsigned char *t = doc->src.text;
 	uint32		start = pos + 1;
 	uint32		p = start;
-	uint32		end;
 	bool		escapes;
-	char	   *buf;
-	int			n;
 
+	*buf = NULL;
 	while (t[p] != '"' && t[p] != '\\')
 		p++;
 	if (t[p] == '"')
 	{
-		jcs_put_string(&st->sink, (const char *) t + start, p - start);
-		return p + 1;
+		*len = p - start;
+		*end = p + 1;
+		return (const char *) t + start;
 	}
-	end = jcs_j_scan_string(doc, pos, &escapes);
-	buf = palloc(end - start);
-	n = jcs_j_decode_string(doc, start, end - 1, buf);
-	jcs_put_string(&st->sink, buf, n);
-	pfree(buf);
+	*end = jcs_j_scan_string(&doc->src, pos, &escapes);
+	*buf = palloc(*end - start);
+	*len = jcs_j_decode_string(&doc->src, start, *end - 1, *buf);
+	return *buf;
+}
+
+/*
+ * Pass 2 for the member whose name starts at pos: write its name, the
+ * colon and its value; returns the end of the value.
+ */
+static uint32
+jcs_j_emit_member(JcsState *st, JcsJDoc *doc, uint32 pos)
+{
+	char	   *buf;
+	int			len;
+	uint32		end;
+	const char *name = jcs_j_read_string(doc, pos, &len, &buf, &end);
+
+	jcs_put_string(&st->sink, name, len);
+	jcs_putc(&st->sink, ':');
+	jcs_path_push(st, name, len, -1);
+	end = jcs_j_emit_value(st, doc, jcs_j_skip_ws(&doc->src, end) + 1);
+	jcs_path_pop(st);
+	if (buf)
+		pfree(buf);
 	return end;
+}
+
+/* Pass 2 for an object whose '{' is at pos; returns its end. */
+static uint32
+jcs_j_emit_object(JcsState *st, JcsJDoc *doc, uint32 pos)
+{
+	const unsigned char *t = doc->src.text;
+	int64		rec = jcs_j_find_object(doc, pos);
+
+	check_stack_depth();
+	CHECK_FOR_INTERRUPTS();
+	jcs_putc(&st->sink, '{');
+	if (rec < 0)
+	{
+		/* members already in order: write them as they come */
+		pos = jcs_j_skip_ws(&doc->src, pos + 1);
+		while (t[pos] != '}')
+		{
+			pos = jcs_j_skip_ws(&doc->src, jcs_j_emit_member(st, doc, pos));
+			if (t[pos] == ',')
+			{
+				jcs_putc(&st->sink, ',');
+				pos = jcs_j_skip_ws(&doc->src, pos + 1);
+			}
+		}
+	}
+	else
+	{
+		uint32		last = 0;
+		uint32		r;
+
+		/* the member written last in the text ends last, before the '}' */
+		do
+		{
+			uint32		end;
+
+			r = doc->recs[rec++];
+			end = jcs_j_emit_member(st, doc, r & ~JCS_J_LAST);
+			last = Max(last, end);
+			if (!(r & JCS_J_LAST))
+				jcs_putc(&st->sink, ',');
+		} while (!(r & JCS_J_LAST));
+		pos = jcs_j_skip_ws(&doc->src, last);
+	}
+	jcs_putc(&st->sink, '}');
+	return pos + 1;
 }
 
 /* Pass 2 for the value at pos; returns its end. */
 static uint32
 jcs_j_emit_value(JcsState *st, JcsJDoc *doc, uint32 pos)
 {
-	const unsigned char *t = doc->text;
+	const unsigned char *t = doc->src.text;
 
-	pos = jcs_j_skip_ws(doc, pos);
+	pos = jcs_j_skip_ws(&doc->src, pos);
 	switch (t[pos])
 	{
 		case '{':
-			{
-				const JcsJObject *obj = jcs_j_find_object(doc, pos);
-				int64		i;
-
-				check_stack_depth();
-				CHECK_FOR_INTERRUPTS();
-				jcs_putc(&st->sink, '{');
-				for (i = 0; i < obj->count; i++)
-				{
-					const JcsMember *m = &doc->members[obj->first + i];
-
-					if (i > 0)
-						jcs_putc(&st->sink, ',');
-					jcs_put_string(&st->sink, m->key, m->keylen);
-					jcs_putc(&st->sink, ':');
-					jcs_path_push(st, m->key, m->keylen, -1);
-					(void) jcs_j_emit_value(st, doc, m->voff);
-					jcs_path_pop(st);
-				}
-				jcs_putc(&st->sink, '}');
-				return obj->end;
-			}
+			return jcs_j_emit_object(st, doc, pos);
 		case '[':
 			{
 				int			i = 0;
@@ -561,27 +468,32 @@ jcs_j_emit_value(JcsState *st, JcsJDoc *doc, uint32 pos)
 				check_stack_depth();
 				CHECK_FOR_INTERRUPTS();
 				jcs_putc(&st->sink, '[');
-				pos = jcs_j_skip_ws(doc, pos + 1);
-				if (t[pos] != ']')
+				pos = jcs_j_skip_ws(&doc->src, pos + 1);
+				while (t[pos] != ']')
 				{
-					for (;;)
-					{
-						if (i > 0)
-							jcs_putc(&st->sink, ',');
-						jcs_path_push(st, NULL, 0, i++);
-						pos = jcs_j_emit_value(st, doc, pos);
-						jcs_path_pop(st);
-						pos = jcs_j_skip_ws(doc, pos);
-						if (t[pos] == ']')
-							break;
-						pos++;	/* the ',' */
-					}
+					if (i > 0)
+						jcs_putc(&st->sink, ',');
+					jcs_path_push(st, NULL, 0, i++);
+					pos = jcs_j_skip_ws(&doc->src, jcs_j_emit_value(st, doc, pos));
+					jcs_path_pop(st);
+					if (t[pos] == ',')
+						pos++;
 				}
 				jcs_putc(&st->sink, ']');
 				return pos + 1;
 			}
 		case '"':
-			return jcs_j_emit_string(st, doc, pos);
+			{
+				char	   *buf;
+				int			len;
+				uint32		end;
+				const char *s = jcs_j_read_string(doc, pos, &len, &buf, &end);
+
+				jcs_put_string(&st->sink, s, len);
+				if (buf)
+					pfree(buf);
+				return end;
+			}
 		case 't':
 			jcs_putn(&st->sink, "true", 4);
 			return pos + 4;
@@ -593,7 +505,7 @@ jcs_j_emit_value(JcsState *st, JcsJDoc *doc, uint32 pos)
 			return pos + 4;
 		default:
 			{
-				uint32		end = jcs_j_scan_number(doc, pos);
+				uint32		end = jcs_j_scan_number(&doc->src, pos);
 
 				jcs_put_number(st, (const char *) t + pos, end - pos);
 				return end;
@@ -610,27 +522,30 @@ jcs_emit_json_text(JcsState *st, const char *text, size_t len)
 	JcsJDoc		doc;
 	uint32		pos;
 
-	if (len >= PG_UINT32_MAX)
+	if (len >= PG_UINT32_MAX / 2)
 		elog(ERROR, "json document too large");	/* text cannot be */
-	doc.text = (const unsigned char *) text;
-	doc.len = len;
-	doc.maxobjs = 64;
-	doc.nobjs = 0;
-	doc.objs = palloc(doc.maxobjs * sizeof(JcsJObject));
-	doc.maxmembers = 256;
-	doc.nmembers = 0;
-	doc.members = palloc(doc.maxmembers * sizeof(JcsMember));
-	doc.maxpending = 256;
-	doc.npending = 0;
-	doc.pending = palloc(doc.maxpending * sizeof(JcsMember));
+	memset(&doc, 0, sizeof(doc));
+	doc.src.text = (const unsigned char *) text;
+	doc.src.len = len;
 
 	/* pass 1 */
-	pos = jcs_j_skip_ws(&doc, 0);
+	pos = jcs_j_skip_ws(&doc.src, 0);
 	pos = jcs_j_parse_value(&doc, pos);
-	pos = jcs_j_skip_ws(&doc, pos);
-	if (pos != doc.len)
-		jcs_j_syntax_error(&doc, pos);
-	pfree(doc.pending);
+	pos = jcs_j_skip_ws(&doc.src, pos);
+	if (pos != doc.src.len)
+		jcs_j_syntax_error(&doc.src, pos);
+	if (doc.names)
+		pfree(doc.names);
+	if (doc.scratch)
+		pfree(doc.scratch);
+
+	/*
+	 * Objects were recorded as they ended, so one nested in another comes
+	 * before it; pass 2 looks them up by where they start.  (qsort returns
+	 * at once when they are already in order, the common case.)
+	 */
+	if (doc.nobjs > 1)
+		qsort(doc.objs, doc.nobjs, sizeof(JcsJObject), jcs_j_object_cmp);
 
 	/* pass 2 */
 	(void) jcs_j_emit_value(st, &doc, 0);

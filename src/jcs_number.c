@@ -30,6 +30,7 @@
 #include "common/shortest_dec.h"
 
 #include "jcs.h"
+#include "jcs_number.h"
 
 /*
  * A decimal number: sign * 0.d1d2...dk * 10^n, with no leading or trailing
@@ -279,26 +280,6 @@ jcs_double_digits(double x, char *buf, JcsDecimal *d)
 			}
 		}
 	}
-}
-
-/*
- * Write a finite double as ECMAScript does; out must hold 32 bytes.
- * Returns the length.  For C callers that hold a double rather than
- * decimal text.
- */
-int
-jcs_format_double(double x, char *out)
-{
-	char		buf[40];
-	JcsDecimal	d;
-
-	if (x == 0)
-	{
-		out[0] = '0';
-		return 1;
-	}
-	jcs_double_digits(fabs(x), buf, &d);
-	return jcs_layout(x < 0, d.digits, d.ndigits, d.n, out);
 }
 
 /*

@@ -12,8 +12,6 @@
  */
 #include "postgres.h"
 
-#include <signal.h>
-
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -21,7 +19,6 @@
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
-#include "storage/spin.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -34,8 +31,6 @@ typedef struct IgShared
 	pg_atomic_uint64 last_pass_end;		/* TimestampTz, 0 = never */
 	pg_atomic_uint64 last_pass_usecs;
 	pg_atomic_uint64 reset_at;	/* TimestampTz */
-	slock_t		mutex;			/* protects janitor_pid */
-	pid_t		janitor_pid;	/* the running janitor, or 0 */
 } IgShared;
 
 static IgShared *ig_shared = NULL;
@@ -86,8 +81,6 @@ ig_stats_shmem_startup(void)
 		pg_atomic_init_u64(&ig_shared->last_pass_end, 0);
 		pg_atomic_init_u64(&ig_shared->last_pass_usecs, 0);
 		pg_atomic_init_u64(&ig_shared->reset_at, (uint64) GetCurrentTimestamp());
-		SpinLockInit(&ig_shared->mutex);
-		ig_shared->janitor_pid = 0;
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -219,53 +212,4 @@ idem_gate_stats_reset(PG_FUNCTION_ARGS)
 	pg_atomic_write_u64(&ig_shared->last_pass_usecs, 0);
 	pg_atomic_write_u64(&ig_shared->reset_at, (uint64) GetCurrentTimestamp());
 	PG_RETURN_VOID();
-}
-
-/*
- * The janitor registers itself here, so that a restarted launcher never
- * starts a second one.  Returns false if another live janitor holds the
- * slot.
- */
-bool
-idem_janitor_slot_take(void)
-{
-	bool		taken = false;
-
-	if (!ig_shared)
-		return true;
-	SpinLockAcquire(&ig_shared->mutex);
-	if (ig_shared->janitor_pid == 0 || ig_shared->janitor_pid == MyProcPid ||
-		kill(ig_shared->janitor_pid, 0) != 0)
-	{
-		ig_shared->janitor_pid = MyProcPid;
-		taken = true;
-	}
-	SpinLockRelease(&ig_shared->mutex);
-	return taken;
-}
-
-/* The janitor is exiting. */
-void
-idem_janitor_slot_release(void)
-{
-	if (!ig_shared)
-		return;
-	SpinLockAcquire(&ig_shared->mutex);
-	if (ig_shared->janitor_pid == MyProcPid)
-		ig_shared->janitor_pid = 0;
-	SpinLockRelease(&ig_shared->mutex);
-}
-
-/* Is a janitor running? (Checked by the launcher.) */
-bool
-idem_janitor_running(void)
-{
-	pid_t		pid;
-
-	if (!ig_shared)
-		return false;
-	SpinLockAcquire(&ig_shared->mutex);
-	pid = ig_shared->janitor_pid;
-	SpinLockRelease(&ig_shared->mutex);
-	return pid != 0 && kill(pid, 0) == 0;
 }

@@ -49,9 +49,6 @@ extern void idem_stats_count(IgStat stat);
 extern void idem_stats_add(IgStat stat, uint64 n);
 extern uint64 idem_stats_gate_calls(void);
 extern void idem_stats_pass_done(TimestampTz start, TimestampTz end);
-extern bool idem_janitor_slot_take(void);
-extern void idem_janitor_slot_release(void);
-extern bool idem_janitor_running(void);
 
 static inline void
 idem_stats_count_outcome(IgOutcome outcome)

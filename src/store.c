@@ -41,6 +41,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
@@ -50,6 +51,7 @@
 #include "utils/timestamp.h"
 
 #include "idem_gate.h"
+#include "citus.h"
 #include "compat.h"
 #include "store.h"
 #include "store_int.h"
@@ -98,6 +100,13 @@ ig_store_define_settings(void)
 							 "Off sends every write through SQL, as when the table was changed by a DBA; the results are the same, only slower.",
 							 &idem_direct_writes,
 							 true,
+							 PGC_SUSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("idem_gate.citus_local_shards",
+							 "On Citus, run the gate's SQL on the local shard table of the key, with plans kept per shard (experimental).",
+							 "Faster, but the Citus fault run (test/citus/faults.sh) lost acknowledged writes with it while shards moved; off routes every statement through the distributed table.",
+							 &idem_citus_local_shards,
+							 false,
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
 }
@@ -226,6 +235,7 @@ ig_shape_load(void)
 	Oid			state_type;
 	Relation	rel;
 	bool		had_token_issued = ig_shape.has_token_issued;
+	bool		had_citus = ig_shape.citus;
 	Oid			old_relid = ig_shape.relid;
 
 	if (!registered)
@@ -258,8 +268,11 @@ ig_shape_load(void)
 	ig_shape.pk_index = ig_compat_primary_key(rel);
 	ig_shape_decide(rel, state_type);
 	table_close(rel, AccessShareLock);
+	ig_shape.citus = ig_citus_table(relid, &ig_shape.citus_group);
+	ig_citus_load_shards();
 
-	if (relid != old_relid || had_token_issued != ig_shape.has_token_issued)
+	if (relid != old_relid || had_token_issued != ig_shape.has_token_issued ||
+		had_citus != ig_shape.citus)
 		ig_sql_forget_plans();
 	ig_shape.logged = false;
 }
@@ -272,12 +285,12 @@ ig_shape_ensure(void)
 		ig_shape_load();
 }
 
-/* Does this database's idem_gate.claims have the 1.1 column token_issued? */
+/* Is idem_gate.claims a Citus table here (rows in shards)? */
 bool
-ig_store_has_token_issued(void)
+ig_store_is_citus(void)
 {
 	ig_shape_ensure();
-	return ig_shape.has_token_issued;
+	return ig_shape.citus;
 }
 
 /*
@@ -321,6 +334,13 @@ ig_store_direct(IgCall *call, AclMode mode)
 	const char *why = NULL;
 
 	ig_store_rel(call);
+	if (ig_shape.citus)
+	{
+		/* the rows are in shards, where SQL routes the writes */
+		if (ig_shape.user_code)
+			ig_call_guard_user_code(call, "code attached to idem_gate.claims");
+		return false;
+	}
 	if (!idem_direct_writes)
 		why = "idem_gate.direct_writes is off";
 	else if (!ig_shape.direct)
@@ -401,6 +421,11 @@ ig_store_probe(IgCall *call, IgRow *row, bool keep_tuple)
 
 	rel = ig_store_rel(call);
 	ig_store_acl(call, ACL_SELECT);
+	if (ig_shape.citus)
+	{
+		ig_sql_probe(call, row);
+		return;
+	}
 
 	old = MemoryContextSwitchTo(call->callcxt);
 	if (p == NULL)

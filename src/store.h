@@ -66,6 +66,5 @@ extern IgWrite ig_store_release(IgCall *call, IgRow *row);
 extern HeapTuple ig_store_status(IgCall *call);
 extern void ig_store_close(IgCall *call);
 extern bool ig_store_runs_user_code(void);
-extern bool ig_store_has_token_issued(void);
 
 #endif							/* IDEM_GATE_STORE_H */

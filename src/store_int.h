@@ -9,6 +9,7 @@
 #ifndef IDEM_GATE_STORE_INT_H
 #define IDEM_GATE_STORE_INT_H
 
+#include "executor/spi.h"
 #include "utils/acl.h"
 
 #include "store.h"
@@ -51,6 +52,8 @@ typedef struct IgShape
 	bool		user_code;		/* writes run code a DBA attached */
 	const char *why;			/* why not direct (a constant string) */
 	bool		logged;			/* the fallback was logged */
+	bool		citus;			/* a Citus table: rows in shards, all SQL */
+	int32		citus_group;	/* this node's Citus group id */
 } IgShape;
 
 extern IgShape ig_shape;
@@ -67,8 +70,20 @@ extern void ig_direct_close(IgCall *call);
 extern IgWrite ig_direct_finish(IgCall *call, IgRow *row, IgState new_state,
 								Datum value, bool isnull, TimestampTz stamp);
 
+/* The most prepared statements store_sql.c keeps per table or shard. */
+#define IG_MAX_PLANS 16
+
+/* citus.c */
+extern bool idem_citus_local_shards;
+extern bool ig_citus_table(Oid relid, int32 *group);
+extern int64 ig_citus_next_token(int64 above);
+extern void ig_citus_load_shards(void);
+extern int	ig_citus_key_shard(Datum key);
+extern SPIPlanPtr *ig_citus_shard_plan(int i, int id, const char **relname);
+
 /* store_sql.c */
 extern void ig_sql_forget_plans(void);
+extern void ig_sql_probe(IgCall *call, IgRow *row);
 extern IgWrite ig_sql_insert(IgCall *call, const IgGrant *grant,
 							 TimestampTz now, IgRow *row);
 extern IgWrite ig_sql_regrant(IgCall *call, const IgGrant *grant, IgRow *row,

@@ -22,10 +22,12 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "idem_gate.h"
+#include "citus.h"
 #include "store_int.h"
 
 typedef enum IgPlanId
@@ -39,6 +41,7 @@ typedef enum IgPlanId
 	IG_PLAN_RESOLVE,
 	IG_PLAN_RELEASE,
 	IG_PLAN_STATUS,
+	IG_PLAN_PROBE,				/* Citus: the probe, through SQL */
 	IG_NUM_PLANS
 } IgPlanId;
 
@@ -126,9 +129,27 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 		"SELECT c FROM idem_gate.claims c" IG_WHERE_KEY,
 		2, {TEXTOID, TEXTOID}
 	},
+	[IG_PLAN_PROBE] = {
+		"SELECT c.state, c.token, c.attempt, c.claimed_at, c.updated_at,"
+		" c.execution_id, c.fingerprint, c.token_issued, c.result"
+		" FROM idem_gate.claims c" IG_WHERE_KEY,
+		2, {TEXTOID, TEXTOID}
+	},
 };
 
+/*
+ * On a Citus table the token of a grant is a parameter, drawn by
+ * ig_citus_next_token(): Citus refuses the volatile nextval() in an
+ * UPDATE of a distributed table, and the token must be unique across
+ * nodes.  It is always $9, after every plan's own parameters.
+ */
+#define IG_TOKEN_PARAM 9
+
 static SPIPlanPtr ig_plans[IG_NUM_PLANS];
+
+StaticAssertDecl(IG_NUM_PLANS <= IG_MAX_PLANS, "too many plans for a shard");
+
+static char *ig_plan_text_local(IgPlanId id, bool has);
 
 /*
  * The table changed its shape (a 1.0 table updated to 1.1, or the
@@ -153,6 +174,38 @@ static char *
 ig_plan_text(IgPlanId id)
 {
 	bool		has = ig_shape.has_token_issued;
+	char	   *sql = ig_plan_text_local(id, has);
+	char	   *at;
+
+	if (!ig_shape.citus || (at = strstr(sql, IG_NEXT_TOKEN)) == NULL)
+		return sql;
+	*at = '\0';
+	return psprintf("%s$%d%s", sql, IG_TOKEN_PARAM, at + strlen(IG_NEXT_TOKEN));
+}
+
+/*
+ * The number of parameters of a plan and their types: on a Citus table,
+ * a grant's plan takes the token as $9.
+ */
+static int
+ig_plan_args(IgPlanId id, Oid *argtypes)
+{
+	const IgPlanDef *def = &ig_plan_defs[id];
+
+	memcpy(argtypes, def->argtypes, sizeof(def->argtypes));
+	if (!ig_shape.citus ||
+		!(id == IG_PLAN_INSERT || id == IG_PLAN_RETRY || id == IG_PLAN_TAKEOVER))
+		return def->nargs;
+	for (int i = def->nargs; i < IG_TOKEN_PARAM - 1; i++)
+		argtypes[i] = BOOLOID;	/* unused */
+	argtypes[IG_TOKEN_PARAM - 1] = INT8OID;
+	return IG_TOKEN_PARAM;
+}
+
+/* The text of a plan on a table that is not a Citus table. */
+static char *
+ig_plan_text_local(IgPlanId id, bool has)
+{
 
 	switch (id)
 	{
@@ -177,8 +230,12 @@ ig_plan_text(IgPlanId id)
 static uint64
 ig_exec(IgCall *call, IgPlanId id, Datum *values, const bool *isnull)
 {
-	char		nulls[8];
+	char		nulls[IG_TOKEN_PARAM];
+	Oid			argtypes[IG_TOKEN_PARAM];
+	int			nargs = ig_plan_args(id, argtypes);
 	int			rc;
+	SPIPlanPtr *slot = &ig_plans[id];
+	const char *shard = NULL;
 
 	if (!call->spi_connected)
 	{
@@ -187,26 +244,40 @@ ig_exec(IgCall *call, IgPlanId id, Datum *values, const bool *isnull)
 		call->spi_connected = true;
 	}
 
-	if (ig_plans[id] == NULL)
+	/* on Citus, where this node holds the key's shard: the shard itself */
+	if (ig_shape.citus)
 	{
-		const IgPlanDef *def = &ig_plan_defs[id];
+		int			i = ig_citus_key_shard(call->key);
+
+		if (i >= 0)
+			slot = ig_citus_shard_plan(i, id, &shard);
+	}
+
+	if (*slot == NULL)
+	{
 		char	   *sql = ig_plan_text(id);
 		SPIPlanPtr	plan;
 
-		plan = SPI_prepare_cursor(sql, def->nargs, (Oid *) def->argtypes,
-								  CURSOR_OPT_GENERIC_PLAN);
+		if (shard != NULL)
+		{
+			IgCitusShard sh = {(char *) shard, NULL};
+
+			sql = ig_citus_shard_sql(sql, &sh);
+		}
+
+		plan = SPI_prepare_cursor(sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
 				 sql, SPI_result_code_string(SPI_result));
 		if (SPI_keepplan(plan) != 0)
 			elog(ERROR, "SPI_keepplan failed");
-		ig_plans[id] = plan;
+		*slot = plan;
 		pfree(sql);
 	}
 
-	for (int i = 0; i < ig_plan_defs[id].nargs; i++)
-		nulls[i] = (isnull != NULL && isnull[i]) ? 'n' : ' ';
-	rc = SPI_execute_plan(ig_plans[id], values, nulls, false, 0);
+	for (int i = 0; i < nargs; i++)
+		nulls[i] = (isnull != NULL && i < ig_plan_defs[id].nargs && isnull[i]) ? 'n' : ' ';
+	rc = SPI_execute_plan(*slot, values, nulls, false, 0);
 	if (rc < 0)
 		elog(ERROR, "idem_gate query failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed > 1)
@@ -229,7 +300,7 @@ ig_returned(int n)
 IgWrite
 ig_sql_insert(IgCall *call, const IgGrant *grant, TimestampTz now, IgRow *row)
 {
-	Datum		values[6];
+	Datum		values[IG_TOKEN_PARAM] = {0};
 	bool		nulls[6] = {false, false, !grant->has_exec, !grant->has_fp,
 	false, false};
 
@@ -239,6 +310,8 @@ ig_sql_insert(IgCall *call, const IgGrant *grant, TimestampTz now, IgRow *row)
 	values[3] = grant->fingerprint;
 	values[4] = TimestampTzGetDatum(now);
 	values[5] = BoolGetDatum(grant->token_issued);
+	if (ig_shape.citus)
+		values[IG_TOKEN_PARAM - 1] = Int64GetDatum(ig_citus_next_token(0));
 	if (ig_exec(call, IG_PLAN_INSERT, values, nulls) == 0)
 		return IG_WRITE_RETRY;
 
@@ -259,7 +332,7 @@ IgWrite
 ig_sql_regrant(IgCall *call, const IgGrant *grant, IgRow *row, bool takeover,
 			   TimestampTz cutoff, TimestampTz now)
 {
-	Datum		values[8];
+	Datum		values[IG_TOKEN_PARAM] = {0};
 	bool		nulls[8] = {false, false, !grant->has_exec, !grant->has_fp,
 	false, false, false, false};
 
@@ -271,6 +344,8 @@ ig_sql_regrant(IgCall *call, const IgGrant *grant, IgRow *row, bool takeover,
 	values[5] = TimestampTzGetDatum(now);
 	values[6] = BoolGetDatum(grant->token_issued);
 	values[7] = TimestampTzGetDatum(cutoff);
+	if (ig_shape.citus)
+		values[IG_TOKEN_PARAM - 1] = Int64GetDatum(ig_citus_next_token(row->token));
 	if (ig_exec(call, takeover ? IG_PLAN_TAKEOVER : IG_PLAN_RETRY,
 				values, nulls) == 0)
 		return IG_WRITE_RETRY;
@@ -394,4 +469,45 @@ ig_store_status(IgCall *call)
 	tuple = heap_copytuple(&tmp);
 	MemoryContextSwitchTo(old);
 	return tuple;
+}
+
+/*
+ * The probe on a Citus table, where the local heap is an empty shell:
+ * the same read through SQL, which Citus routes to the key's shard.
+ */
+void
+ig_sql_probe(IgCall *call, IgRow *row)
+{
+	Datum		values[2];
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+	MemoryContext old;
+
+	values[0] = call->workflow;
+	values[1] = call->key;
+	if (ig_exec(call, IG_PLAN_PROBE, values, NULL) == 0)
+		return;
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	old = MemoryContextSwitchTo(call->callcxt);
+	row->found = true;
+	row->state = ig_state_from_datum(ig_shape.state_type,
+									 SPI_getbinval(tup, desc, 1, &isnull));
+	row->token = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+	row->attempt = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+	row->claimed_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
+	row->updated_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+	d = SPI_getbinval(tup, desc, 6, &isnull);
+	row->execution_id = isnull ? NULL : TextDatumGetCString(d);
+	d = SPI_getbinval(tup, desc, 7, &isnull);
+	row->fingerprint = isnull ? NULL : TextDatumGetCString(d);
+	d = SPI_getbinval(tup, desc, 8, &isnull);
+	row->token_issued = !isnull && DatumGetBool(d);
+	d = SPI_getbinval(tup, desc, 9, &row->result_isnull);
+	if (!row->result_isnull)
+		row->result = PointerGetDatum(DatumGetJsonbPCopy(d));
+	MemoryContextSwitchTo(old);
 }

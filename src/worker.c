@@ -1,19 +1,20 @@
 /*-------------------------------------------------------------------------
  *
  * worker.c
- *	  The background workers: a launcher and the janitor it starts.
+ *	  The janitor: one pass in one database, started by the launcher
+ *	  (launcher.c); and what the two share: the settings, the janitors'
+ *	  slots in shared memory, the registration at preload time.
  *
- * The launcher is registered at preload time, starts only once recovery is
- * over (so never on a standby, and at promotion) and connects to no
- * database.  It looks up idem_gate.database and idem_gate.worker_role in
- * the shared catalogs and starts the janitor, a dynamic worker connected to
- * that database.  A database or role that does not exist is reported once
- * and waited for: no restart loop of FATAL connection errors.  When the
- * janitor exits (an error, pg_terminate_backend) the launcher starts it
- * again after a pause, as the postmaster would restart a static worker.
+ * A janitor connects to its database, checks that the extension is
+ * installed there (one catalog lookup: all that a database without
+ * idem_gate costs), runs one pass and exits.  Holding no connection between
+ * passes is what lets a plain DROP DATABASE of the database through.
  *
- * The janitor runs a pass every idem_gate.naptime seconds.  It idles
- * quietly while the extension is not installed in its database.
+ * Each janitor holds a slot in shared memory for its lifetime: the
+ * launcher counts the slots against idem_gate.max_janitors, never starts a
+ * second janitor in a database whose slot is in use (even one a previous
+ * launcher started, before an error restarted it), and reads in the slot
+ * what the janitor found of the extension.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,13 +22,9 @@
 
 #include <sys/resource.h>
 
-#include "access/heapam.h"
-#include "access/table.h"
-#include "access/tableam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "catalog/pg_authid.h"
-#include "catalog/pg_database.h"
+#include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -36,22 +33,29 @@
 #include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
-#include "storage/proc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "storage/spin.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
+#include "utils/varlena.h"
 
 #include "idem_gate.h"
 #include "janitor.h"
-#include "stats.h"
+#include "worker.h"
 
+/* Settings */
 int			idem_naptime = 10;
 char	   *idem_database = NULL;
 char	   *idem_worker_role = NULL;
+int			idem_max_janitors = 3;
 
-/* Pause before starting the janitor again after it exited. */
-#define IG_RESTART_SECS		10
+IdemWorkerShared *idem_workers = NULL;
+
+/* Upper bound of idem_gate.max_janitors whatever max_worker_processes is */
+#define IG_MAX_JANITORS_LIMIT	1024
 
 /*
  * The janitor's scheduling priority.  Its passes are background work: on a
@@ -59,17 +63,158 @@ char	   *idem_worker_role = NULL;
  */
 #define IG_JANITOR_NICE		10
 
-PGDLLEXPORT void idem_gate_launcher_main(Datum main_arg);
+StaticAssertDecl(sizeof(IdemJanitorArgs) <= BGW_EXTRALEN,
+				 "IdemJanitorArgs must fit in bgw_extra");
+
+static shmem_request_hook_type ig_prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type ig_prev_shmem_startup_hook = NULL;
+
 PGDLLEXPORT void idem_gate_janitor_main(Datum main_arg);
 
 /*
- * Fill in what the launcher and the janitor have in common: both run only
+ * idem_gate.database: a comma-separated list of database names (quoted
+ * where they need it).  Names are all we can check here; the launcher
+ * reports a database that does not exist.
+ */
+static bool
+ig_check_database(char **newval, void **extra, GucSource source)
+{
+	char	   *raw;
+	List	   *names;
+	ListCell   *lc;
+	bool		ok = true;
+
+	if (*newval == NULL)
+		return true;
+	raw = pstrdup(*newval);
+	if (!SplitGUCList(raw, ',', &names))
+	{
+		GUC_check_errdetail("idem_gate.database must be a comma-separated list of database names.");
+		ok = false;
+	}
+	else
+	{
+		foreach(lc, names)
+		{
+			if (strlen((char *) lfirst(lc)) >= NAMEDATALEN)
+			{
+				GUC_check_errdetail("Database names are at most %d bytes long.",
+									NAMEDATALEN - 1);
+				ok = false;
+				break;
+			}
+		}
+	}
+	list_free(names);
+	pfree(raw);
+	return ok;
+}
+
+/*
+ * idem_gate.max_janitors: each janitor is a background worker, and so is
+ * the launcher.  The built-in default is accepted as is (the launcher then
+ * runs no more janitors than the server has worker slots for).
+ */
+static bool
+ig_check_max_janitors(int *newval, void **extra, GucSource source)
+{
+	if (source != PGC_S_DEFAULT && *newval >= max_worker_processes)
+	{
+		GUC_check_errdetail("The janitors and the launcher are background workers: with max_worker_processes = %d, at most %d janitors can run.",
+							max_worker_processes, Max(max_worker_processes - 1, 0));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Define the worker's settings; called from _PG_init.  naptime exists
+ * without preloading too, as in 1.0; the others only with the worker.
+ */
+void
+idem_worker_define_settings(void)
+{
+	DefineCustomIntVariable("idem_gate.naptime",
+							"Time between janitor passes in each database.",
+							"The launcher also looks for new databases this often.",
+							&idem_naptime,
+							10, 1, SECS_PER_DAY,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	if (!idem_preloaded)
+		return;
+
+	DefineCustomStringVariable("idem_gate.database",
+							   "Databases the janitor works in, comma-separated.",
+							   "Empty means every database that allows connections and has idem_gate installed.",
+							   &idem_database,
+							   "",
+							   PGC_SIGHUP, GUC_LIST_INPUT,
+							   ig_check_database, NULL, NULL);
+	DefineCustomStringVariable("idem_gate.worker_role",
+							   "Role the janitor connects as; empty means the bootstrap superuser.",
+							   NULL,
+							   &idem_worker_role,
+							   "",
+							   PGC_SIGHUP, 0,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("idem_gate.max_janitors",
+							"Most janitors running at once, each in its own database.",
+							"Janitors are background workers: they count against max_worker_processes, as the launcher does.",
+							&idem_max_janitors,
+							3, 1, IG_MAX_JANITORS_LIMIT,
+							PGC_SIGHUP, 0,
+							ig_check_max_janitors, NULL, NULL);
+}
+
+/*
+ * The slots: one per worker process the server can have, since no more
+ * janitors than that can ever run at once.
+ */
+static Size
+ig_worker_shmem_size(void)
+{
+	return add_size(offsetof(IdemWorkerShared, slots),
+					mul_size(max_worker_processes, sizeof(IdemJanitorSlot)));
+}
+
+static void
+ig_worker_shmem_request(void)
+{
+	if (ig_prev_shmem_request_hook)
+		ig_prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(ig_worker_shmem_size()));
+}
+
+static void
+ig_worker_shmem_startup(void)
+{
+	bool		found;
+
+	if (ig_prev_shmem_startup_hook)
+		ig_prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	idem_workers = ShmemInitStruct("idem_gate janitors", ig_worker_shmem_size(),
+								 &found);
+	if (!found)
+	{
+		memset(idem_workers, 0, ig_worker_shmem_size());
+		SpinLockInit(&idem_workers->mutex);
+		idem_workers->nslots = max_worker_processes;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * Fill in what the launcher and the janitors have in common: all run only
  * once recovery is over, so never on a standby, and start at promotion.
  * The name is also the type pg_stat_activity.backend_type shows.
  */
-static void
-ig_worker_init(BackgroundWorker *worker, const char *name,
-			   const char *function, int restart_time)
+void
+idem_worker_init(BackgroundWorker *worker, const char *name,
+				 const char *function, int restart_time)
 {
 	memset(worker, 0, sizeof(*worker));
 	worker->bgw_flags = BGWORKER_SHMEM_ACCESS |
@@ -83,232 +228,158 @@ ig_worker_init(BackgroundWorker *worker, const char *name,
 }
 
 /*
- * Register the launcher; called from _PG_init while preloading.
+ * Register the launcher and ask for the janitors' slots; called from
+ * _PG_init while preloading.
  */
 void
 idem_worker_register(void)
 {
 	BackgroundWorker worker;
 
-	ig_worker_init(&worker, "idem_gate launcher", "idem_gate_launcher_main",
-				   IG_RESTART_SECS);
+	ig_prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = ig_worker_shmem_request;
+	ig_prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = ig_worker_shmem_startup;
+
+	idem_worker_init(&worker, "idem_gate launcher", "idem_gate_launcher_main",
+					 IDEM_RESTART_SECS);
 	RegisterBackgroundWorker(&worker);
 }
 
-/*
- * Wait on the latch for up to timeout_ms, handling SIGHUP.  Never a sleep:
- * SIGTERM, SIGHUP and postmaster death end the wait.
- */
-static void
-ig_wait(long timeout_ms, uint32 wait_event)
-{
-	int			rc;
-
-	rc = WaitLatch(MyLatch,
-				   WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-				   Max(timeout_ms, 0), wait_event);
-	if (rc & WL_LATCH_SET)
-		ResetLatch(MyLatch);
-	CHECK_FOR_INTERRUPTS();
-	if (ConfigReloadPending)
-	{
-		ConfigReloadPending = false;
-		ProcessConfigFile(PGC_SIGHUP);
-	}
-}
 
 /*
- * Look a name up in a shared catalog with a plain heap scan: without a
- * database, the launcher cannot use catalog indexes (the autovacuum
- * launcher reads pg_database the same way).
- */
-static Oid
-ig_shared_catalog_oid(Oid catalog, const char *name)
-{
-	Relation	rel;
-	TableScanDesc scan;
-	HeapTuple	tup;
-	Oid			result = InvalidOid;
-
-	rel = table_open(catalog, AccessShareLock);
-	scan = table_beginscan_catalog(rel, 0, NULL);
-	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
-	{
-		if (catalog == DatabaseRelationId)
-		{
-			Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
-
-			if (strcmp(NameStr(db->datname), name) == 0)
-			{
-				result = db->oid;
-				break;
-			}
-		}
-		else
-		{
-			Form_pg_authid role = (Form_pg_authid) GETSTRUCT(tup);
-
-			if (strcmp(NameStr(role->rolname), name) == 0)
-			{
-				result = role->oid;
-				break;
-			}
-		}
-	}
-	table_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return result;
-}
-
-/*
- * Find the janitor's database and role in the shared catalogs.  Reports a
- * missing one once per launcher (and again only after it was found).
+ * Take the slot the launcher assigned; false if the launcher has given it
+ * to another start since (this janitor started too late).
  */
 static bool
-ig_lookup_target(Oid *dboid, Oid *roleoid)
+ig_slot_take(int i, const IdemJanitorArgs *args)
 {
-	static bool reported = false;
-	bool		ok = true;
+	IdemJanitorSlot *slot;
+	bool		taken = false;
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	*dboid = ig_shared_catalog_oid(DatabaseRelationId, idem_database);
-	*roleoid = InvalidOid;
-	if (!OidIsValid(*dboid))
+	if (idem_workers == NULL || i < 0 || i >= idem_workers->nslots)
+		return false;
+	slot = &idem_workers->slots[i];
+	SpinLockAcquire(&idem_workers->mutex);
+	if (slot->state == IDEM_SLOT_STARTING &&
+		slot->generation == args->generation && slot->dboid == args->dboid)
 	{
-		if (!reported)
-			ereport(LOG,
-					(errmsg("idem_gate: database \"%s\" does not exist; the janitor waits for it",
-							idem_database),
-					 errhint("Create the database, or set idem_gate.database to the database where idem_gate is installed and restart the server.")));
-		ok = false;
+		slot->state = IDEM_SLOT_RUNNING;
+		slot->pid = MyProcPid;
+		taken = true;
 	}
-	else if (idem_worker_role != NULL && idem_worker_role[0] != '\0')
-	{
-		*roleoid = ig_shared_catalog_oid(AuthIdRelationId, idem_worker_role);
-		if (!OidIsValid(*roleoid))
-		{
-			if (!reported)
-				ereport(LOG,
-						(errmsg("idem_gate: role \"%s\" does not exist; the janitor waits for it",
-								idem_worker_role),
-						 errhint("Create the role, or set idem_gate.worker_role to an existing role and restart the server.")));
-			ok = false;
-		}
-	}
-	CommitTransactionCommand();
-	reported = !ok;
-	return ok;
+	SpinLockRelease(&idem_workers->mutex);
+	return taken;
 }
 
-/*
- * Start the janitor as a dynamic worker.  The postmaster does not restart
- * it: the launcher does, after checking that its database still exists.
- */
-static BackgroundWorkerHandle *
-ig_start_janitor(Oid dboid, Oid roleoid)
+/* Record in the janitor's slot what it found of the extension. */
+static void
+ig_slot_report(int i, IdemExtState ext)
 {
-	BackgroundWorker worker;
-	BackgroundWorkerHandle *handle;
-
-	ig_worker_init(&worker, "idem_gate janitor", "idem_gate_janitor_main",
-				   BGW_NEVER_RESTART);
-	worker.bgw_main_arg = ObjectIdGetDatum(dboid);
-	memcpy(worker.bgw_extra, &roleoid, sizeof(Oid));
-	worker.bgw_notify_pid = MyProcPid;
-
-	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
-	{
-		ereport(WARNING,
-				(errmsg("idem_gate: could not start the janitor"),
-				 errhint("Raise max_worker_processes; the launcher tries again in %d seconds.",
-						 IG_RESTART_SECS)));
-		return NULL;
-	}
-	return handle;
+	SpinLockAcquire(&idem_workers->mutex);
+	if (idem_workers->slots[i].pid == MyProcPid)
+		idem_workers->slots[i].ext = ext;
+	SpinLockRelease(&idem_workers->mutex);
 }
 
-/*
- * The launcher's main loop.
- */
-void
-idem_gate_launcher_main(Datum main_arg)
-{
-	BackgroundWorkerHandle *handle = NULL;
-	TimestampTz next_start = 0;
-
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-
-	/* no database: only the shared catalogs */
-	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
-
-	for (;;)
-	{
-		TimestampTz now = GetCurrentTimestamp();
-		long		wait_ms = 1000;
-		pid_t		pid;
-
-		if (handle != NULL &&
-			GetBackgroundWorkerPid(handle, &pid) == BGWH_STOPPED)
-		{
-			pfree(handle);
-			handle = NULL;
-			next_start = TimestampTzPlusMilliseconds(now, IG_RESTART_SECS * 1000);
-		}
-
-		if (handle == NULL && !idem_janitor_running() && now >= next_start)
-		{
-			Oid			dboid;
-			Oid			roleoid;
-
-			if (ig_lookup_target(&dboid, &roleoid))
-				handle = ig_start_janitor(dboid, roleoid);
-			next_start = TimestampTzPlusMilliseconds(now,
-													 (handle ? IG_RESTART_SECS : idem_naptime) * 1000L);
-		}
-
-		ig_wait(wait_ms, PG_WAIT_EXTENSION);
-	}
-}
-
-/* Release the janitor's slot when it exits, however it exits. */
+/* Give the slot back when the janitor exits, however it exits. */
 static void
 ig_janitor_exit(int code, Datum arg)
 {
-	idem_janitor_slot_release();
+	int			i = DatumGetInt32(arg);
+
+	SpinLockAcquire(&idem_workers->mutex);
+	if (idem_workers->slots[i].pid == MyProcPid)
+	{
+		idem_workers->slots[i].state = IDEM_SLOT_DONE;
+		idem_workers->slots[i].pid = 0;
+	}
+	SpinLockRelease(&idem_workers->mutex);
 }
 
 /*
- * Is the extension installed here?  Logs the change when it appears or
- * disappears, not at every pass.
+ * Is the extension installed here?  Logs when it disappears from a
+ * database that had it (or was named in idem_gate.database) and when it
+ * appears, not at every pass.
  */
 static bool
-ig_extension_present(void)
+ig_extension_present(int i, const IdemJanitorArgs *args)
 {
-	static int	last = -1;	/* unknown */
-	bool		present;
+	IdemExtState now;
+	char	   *dbname;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	present = OidIsValid(get_extension_oid("idem_gate", true));
-	CommitTransactionCommand();
-
-	if (last != (int) present)
+	dbname = get_database_name(MyDatabaseId);
+	if (OidIsValid(get_extension_oid("idem_gate", true)))
 	{
-		if (!present)
-			ereport(LOG,
-					(errmsg("idem_gate janitor: extension idem_gate is not installed in database \"%s\"; idling",
-							idem_database),
-					 errhint("Run CREATE EXTENSION idem_gate in that database; the janitor starts working at its next pass.")));
-		else if (last == 0)
+		now = IDEM_EXT_PRESENT;
+		if (args->prior == IDEM_EXT_ABSENT_LOGGED)
 			ereport(LOG,
 					(errmsg("idem_gate janitor: extension idem_gate found in database \"%s\"; resuming",
-							idem_database)));
+							dbname)));
+		else if (args->prior == IDEM_EXT_ABSENT_QUIET)
+			ereport(LOG,
+					(errmsg("idem_gate janitor: extension idem_gate found in database \"%s\"; serving it",
+							dbname)));
 	}
-	last = present;
-	return present;
+	else if (args->prior == IDEM_EXT_PRESENT ||
+			 (args->prior == IDEM_EXT_UNKNOWN && args->named))
+	{
+		now = IDEM_EXT_ABSENT_LOGGED;
+		ereport(LOG,
+				(errmsg("idem_gate janitor: extension idem_gate is not installed in database \"%s\"; idling",
+						dbname),
+				 errhint("Run CREATE EXTENSION idem_gate in that database; the janitor starts working at its next pass.")));
+	}
+	else if (args->prior == IDEM_EXT_UNKNOWN)
+		now = IDEM_EXT_ABSENT_QUIET;
+	else
+		now = args->prior;
+	CommitTransactionCommand();
+
+	ig_slot_report(i, now);
+	return now == IDEM_EXT_PRESENT;
+}
+
+/*
+ * Run the pass.  DROP EXTENSION may commit while it runs, and its next
+ * query then fails on a table that is gone: that is the extension going
+ * away, reported as such (one line, as at the start of a pass), not as an
+ * error.  Any other error ends the janitor as usual.
+ */
+static void
+ig_run_pass(int i)
+{
+	IgJanitorCounts counts;
+
+	PG_TRY();
+	{
+		idem_janitor_pass(&counts, true);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		bool		gone;
+
+		MemoryContextSwitchTo(TopMemoryContext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+
+		StartTransactionCommand();
+		gone = !OidIsValid(get_extension_oid("idem_gate", true));
+		if (gone)
+			ereport(LOG,
+					(errmsg("idem_gate janitor: extension idem_gate is not installed in database \"%s\"; idling",
+							get_database_name(MyDatabaseId)),
+					 errhint("Run CREATE EXTENSION idem_gate in that database; the janitor starts working at its next pass.")));
+		CommitTransactionCommand();
+		if (!gone)
+			ReThrowError(edata);
+		ig_slot_report(i, IDEM_EXT_ABSENT_LOGGED);
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -318,81 +389,76 @@ ig_extension_present(void)
  * autogroup, and the scheduler shares the CPU fairly between autogroups
  * whatever their members' nice values.  The autogroup has its own nice
  * value, in /proc/self/autogroup; where that file does not exist, the
- * process's own nice value is what counts.
+ * process's own nice value is what counts.  Linux lets an unprivileged
+ * process change an autogroup's nice value only once per 100 ms across
+ * the whole system (EAGAIN otherwise), which janitors starting together
+ * can hit: each tries a few times.
  */
 static void
 ig_lower_priority(void)
 {
-	FILE	   *f;
-	bool		ok;
-
 	if (setpriority(PRIO_PROCESS, 0, IG_JANITOR_NICE) != 0)
 		ereport(DEBUG1,
 				(errmsg("idem_gate janitor: could not lower its priority: %m")));
 
-	f = AllocateFile("/proc/self/autogroup", "w");
-	if (f == NULL)
-		return;
-	ok = fprintf(f, "%d", IG_JANITOR_NICE) > 0;
-	if (FreeFile(f) != 0)
-		ok = false;
-	if (!ok)
-		ereport(DEBUG1,
-				(errmsg("idem_gate janitor: could not lower its autogroup's priority: %m")));
+	for (int attempt = 0;; attempt++)
+	{
+		FILE	   *f = AllocateFile("/proc/self/autogroup", "w");
+		bool		ok;
+
+		if (f == NULL)
+			return;
+		ok = fprintf(f, "%d", IG_JANITOR_NICE) > 0;
+		if (FreeFile(f) != 0)
+			ok = false;
+		if (ok)
+			return;
+		if (errno != EAGAIN || attempt == 4)
+			break;
+		(void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 40,
+						 PG_WAIT_EXTENSION);
+		CHECK_FOR_INTERRUPTS();
+	}
+	ereport(DEBUG1,
+			(errmsg("idem_gate janitor: could not lower its autogroup's priority: %m")));
 }
 
 /*
- * The janitor's main loop: a pass every idem_gate.naptime seconds, timed
- * from the start of the last pass, so a SIGHUP does not cause an early one.
+ * A janitor: one pass in one database, then exit.  The settings are those
+ * of the moment it starts (a reload reaches the next pass); SIGTERM ends
+ * the pass at once, rolling back the open batch.
  */
 void
 idem_gate_janitor_main(Datum main_arg)
 {
-	Oid			dboid = DatumGetObjectId(main_arg);
-	Oid			roleoid;
-	TimestampTz last_start = 0;
+	int			i = DatumGetInt32(main_arg);
+	IdemJanitorArgs args;
 
-	memcpy(&roleoid, MyBgworkerEntry->bgw_extra, sizeof(Oid));
+	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
-	if (!idem_janitor_slot_take())
-		proc_exit(0);			/* another janitor is running */
-	before_shmem_exit(ig_janitor_exit, (Datum) 0);
+	if (!ig_slot_take(i, &args))
+		proc_exit(0);
+	before_shmem_exit(ig_janitor_exit, Int32GetDatum(i));
 
-	BackgroundWorkerInitializeConnectionByOid(dboid, roleoid, 0);
+	BackgroundWorkerInitializeConnectionByOid(args.dboid, args.roleoid, 0);
 	pgstat_report_appname("idem_gate janitor");
 
-	/*
-	 * Background work yields to the claims: a lower CPU priority, batches
-	 * that do not wait for their WAL flush (a deletion lost in a crash is
-	 * simply done again at the next pass; no client waits for it).
-	 */
-	ig_lower_priority();
-	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-
-	for (;;)
+	if (!RecoveryInProgress() && ig_extension_present(i, &args))
 	{
-		TimestampTz now = GetCurrentTimestamp();
-		TimestampTz next = TimestampTzPlusMilliseconds(last_start,
-													   idem_naptime * 1000L);
-
-		if (last_start == 0 || now >= next)
-		{
-			last_start = now;
-			if (!RecoveryInProgress() && ig_extension_present())
-			{
-				IgJanitorCounts counts;
-
-				idem_janitor_pass(&counts, true);
-			}
-			next = TimestampTzPlusMilliseconds(last_start, idem_naptime * 1000L);
-			now = GetCurrentTimestamp();
-		}
-
-		pgstat_report_activity(STATE_IDLE, NULL);
-		ig_wait((long) ((next - now) / 1000), PG_WAIT_EXTENSION);
+		/*
+		 * Background work yields to the claims: a lower CPU priority,
+		 * batches that do not wait for their WAL flush (a deletion lost in
+		 * a crash is simply done again at the next pass; no client waits
+		 * for it).
+		 */
+		ig_lower_priority();
+		SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+		ig_run_pass(i);
 	}
+	pgstat_report_activity(STATE_IDLE, NULL);
+	proc_exit(0);
 }

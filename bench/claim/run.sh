@@ -7,7 +7,8 @@
 #                  (and the bare two-statement cycle raw_cycle: the floor)
 # with synchronous_commit off and on (pgbench -M prepared, 8 clients), then
 # WAL bytes per duplicate claim, and new-key claims at 10M rows vs 100k.
-#   BENCH_SECONDS (10), BENCH_ROUNDS (3), BENCH_SCALE_ROWS (10000000; 0 skips)
+#   BENCH_SECONDS (10), BENCH_ROUNDS (3), BENCH_SCALE_ROWS (10000000; 0 skips),
+#   PG_MAJOR (15; 17 or 18 run the server from its Debian root)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$here/../.." && pwd)
@@ -18,7 +19,22 @@ SCALE_ROWS=${BENCH_SCALE_ROWS:-10000000}
 PORT=${BENCH_PORT:-55434}
 
 "$ROOT/scripts/deps.sh"
-make -s -C "$ROOT" with_llvm=no >/dev/null && make -s -C "$ROOT" with_llvm=no install >/dev/null
+# PG_MAJOR=17 or 18: idem_gate built and installed in that major's Debian
+# root (scripts/roots.sh), its server run there by cluster.sh; the clients
+# (pgbench, psql) are the host's
+MAJOR=${PG_MAJOR:-15}
+if [ "$MAJOR" = 15 ]; then
+	make -s -C "$ROOT" with_llvm=no >/dev/null && make -s -C "$ROOT" with_llvm=no install >/dev/null
+else
+	"$ROOT/scripts/roots.sh" "$MAJOR"
+	rootdir=$("$ROOT/scripts/roots.sh" path "$MAJOR")
+	rm -rf "$rootdir/tmp/idem_gate_bench_build" && mkdir -p "$rootdir/tmp/idem_gate_bench_build"
+	tar -C "$ROOT" --exclude=.git --exclude=node_modules -cf - . | tar -C "$rootdir/tmp/idem_gate_bench_build" -xf -
+	chroot "$rootdir" sh -c "cd /tmp/idem_gate_bench_build && make -s clean >/dev/null 2>&1;
+		make -s with_llvm=no PG_CONFIG=/usr/lib/postgresql/$MAJOR/bin/pg_config >/dev/null &&
+		make -s with_llvm=no PG_CONFIG=/usr/lib/postgresql/$MAJOR/bin/pg_config install >/dev/null"
+fi
+export PG_MAJOR=$MAJOR
 DIR=$(mktemp -d /tmp/idem_gate_bench.XXXXXX)
 chmod 755 "$DIR"
 trap '"$ROOT/scripts/cluster.sh" stop "$DIR"; rm -rf "$DIR"' EXIT
@@ -43,7 +59,7 @@ declare -A sum per
 pairs=("new:$BASE/raw_new.pgb:$here/idem_new.pgb"
 	   "duplicate:$BASE/plpgsql_dup.pgb:$here/idem_dup.pgb"
 	   "claim+complete:$BASE/plpgsql_cycle.pgb:$here/idem_cycle.pgb")
-echo "pgbench -M prepared -c 8 -j 2 -T $SECS, $ROUNDS alternating rounds, mean tps"
+echo "PostgreSQL $MAJOR; pgbench -M prepared -c 8 -j 2 -T $SECS, $ROUNDS alternating rounds, mean tps"
 for sync in off on; do
 	for r in $(seq "$ROUNDS"); do
 		for p in "${pairs[@]}"; do

@@ -311,6 +311,13 @@ function gateWorkflow({ id, name, path, webhookId, scope, keyed }) {
       `{ status: 'error', error: $json.error?.message ?? $json.message ?? ('unexpected outcome ' + $json.outcome) }`,
       'error',
     ),
+    // after the answer, so that n8n counts the run as failed: its execution
+    // list, its failed-execution alerts and the error workflow see it
+    stopAndError(
+      'Mark gate error failed',
+      [1200, 960],
+      `'idem_gate: the gate could not decide, nothing was performed: ' + ($json.error?.message ?? $json.message ?? ('unexpected outcome ' + $json.outcome))`,
+    ),
     sticky(
       'Note: the gate',
       [-60, -80],
@@ -380,6 +387,7 @@ function gateWorkflow({ id, name, path, webhookId, scope, keyed }) {
     'Fail claim': { main: [[{ node: 'Respond 5xx (failed)', type: 'main', index: 0 }]] },
     'Respond 5xx (failed)': { main: [[{ node: 'Mark execution failed', type: 'main', index: 0 }]] },
     'Respond 200 (needs review)': { main: [[{ node: 'Flag for review', type: 'main', index: 0 }]] },
+    'Respond 500 (gate error)': { main: [[{ node: 'Mark gate error failed', type: 'main', index: 0 }]] },
   };
   return {
     id,
@@ -518,7 +526,7 @@ export function buildAll() {
           port: 5432,
           database: 'app',
           user: 'n8n_gate',
-          password: 'CHANGE-ME',
+          password: 'change-me',
           ssl: 'disable',
           allowUnauthorizedCerts: false,
           maxConnections: 100,

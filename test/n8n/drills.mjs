@@ -1,16 +1,18 @@
 // idem_gate end-to-end drills against a real n8n.  Started by e2e.sh, which
 // provides the throwaway PostgreSQL and the environment below; this script
-// imports the examples into a fresh n8n home, starts n8n, runs the drills,
-// prints the table and stops n8n.
+// runs docs/n8n.md's documented n8n CLI block (import, publish) on copies of
+// the examples whose placeholders are filled in, starts n8n in a fresh home,
+// runs the drills, prints the table and stops n8n.
 //
 // E2E_ONLY=1,2,5 runs some drills only (setup is always done).
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync, openSync, readFileSync, writeFileSync, closeSync, rmSync } from 'node:fs';
 import { join, dirname } from 'node:path';
+import { docBlock } from './doc_block.mjs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createSink } from './sink.mjs';
-import { buildAll, IDS, SIDE_EFFECT_URL } from './build-examples.mjs';
+import { buildAll, IDS, SIDE_EFFECT_URL, CREDENTIAL } from './build-examples.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
@@ -38,6 +40,7 @@ const db = new pg.Pool({
   database: env.E2E_DB,
   max: 4,
 });
+db.on('error', () => {}); // idle connections die when drill 12 stops the server
 const q = async (text, params) => (await db.query(text, params)).rows;
 const claim = async (key, workflow = 'orders') =>
   (await q('SELECT state::text, attempt, token, execution_id, result, last_error FROM idem_status($1, $2)', [key, workflow]))[0] ??
@@ -194,6 +197,7 @@ async function rest(method, path, body) {
   } catch {}
   return { status: r.status, json, text };
 }
+const SHOT_ID = 'idemGateShot0001';
 const OWNER = { email: 'drills@idem-gate.invalid', password: 'Drills-e2e-1234', firstName: 'Drill', lastName: 'Runner' };
 async function ownerLogin() {
   const creds = OWNER;
@@ -206,42 +210,98 @@ async function execution(id) {
   const r = await rest('GET', `/executions/${id}`);
   return r.json?.data ?? r.json;
 }
+// the gate's executions, to find the ones a delivery started: ids before it,
+// then the new ones once they have a final status (n8n saves an execution
+// when it ends)
+async function executionList(workflowId) {
+  const filter = encodeURIComponent(JSON.stringify({ workflowId }));
+  const r = await rest('GET', `/executions?filter=${filter}&limit=50`);
+  if (r.status !== 200) throw new Error(`GET /rest/executions: ${r.status} ${r.text.slice(0, 120)}`);
+  return r.json?.data?.results ?? r.json?.results ?? [];
+}
+async function newExecutions(workflowId, before, want = 1, timeoutMs = 20000) {
+  const t = Date.now();
+  let list = [];
+  while (Date.now() - t < timeoutMs) {
+    list = (await executionList(workflowId))
+      .filter((e) => !before.has(String(e.id)))
+      .filter((e) => !['new', 'running', 'waiting'].includes(e.status));
+    if (list.length >= want) break;
+    await sleep(500);
+  }
+  return list.map((e) => ({ id: String(e.id), status: e.status }));
+}
+const executionIds = async (workflowId) => new Set((await executionList(workflowId)).map((e) => String(e.id)));
+// an execution once it has ended (the run goes on after its answer was sent)
+async function finishedExecution(id, timeoutMs = 30000) {
+  const t = Date.now();
+  let ex = await execution(id);
+  while (Date.now() - t < timeoutMs && ['new', 'running', 'waiting', undefined].includes(ex?.status)) {
+    await sleep(500);
+    ex = await execution(id);
+  }
+  return ex;
+}
 async function retryExecution(id, loadWorkflow) {
   return rest('POST', `/executions/${id}/retry`, { loadWorkflow });
 }
 
 // --------------------------------------------------------------- setup --
 const sink = createSink({ port: SINK_PORT, delayMs: Number(env.E2E_SINK_DELAY_MS ?? 300) });
+const SINK_URL = `http://127.0.0.1:${SINK_PORT}/charge`;
+
+// replace a placeholder that the docs name; fail when it is not there, so a
+// changed example or doc cannot make the test run something else unnoticed
+function fill(text, placeholder, value, what) {
+  if (!text.includes(placeholder)) throw new Error(`${what}: the placeholder ${placeholder} is gone`);
+  return text.split(placeholder).join(value);
+}
 
 async function setup() {
   mkdirSync(N8N_HOME, { recursive: true });
   const files = buildAll();
+  for (const f of ['webhook-gate.json', 'webhook-gate-fields.json', 'error-workflow.json', 'ungated-control.json', 'credentials.postgres.json']) {
+    if (readFileSync(join(ROOT, 'examples/n8n', f), 'utf8') !== JSON.stringify(files[f], null, 2) + '\n')
+      log(`warning: examples/n8n/${f} differs from build-examples.mjs`);
+  }
+  // a copy of the repository's examples/n8n with the placeholders that
+  // docs/n8n.md names filled in: the credential's port and password (step 3),
+  // the side effect's URL (step 4)
   const dir = join(WORK, 'import');
-  mkdirSync(dir, { recursive: true });
-  // the credential placeholder, filled in for the throwaway server and role
-  const cred = JSON.parse(readFileSync(join(ROOT, 'examples/n8n/credentials.postgres.json'), 'utf8'));
-  Object.assign(cred[0].data, {
-    host: '127.0.0.1',
-    port: Number(env.E2E_PGPORT),
-    database: env.E2E_DB,
-    user: env.E2E_ROLE,
-    password: env.E2E_ROLE_PASSWORD,
-  });
-  writeFileSync(join(dir, 'credentials.json'), JSON.stringify(cred));
-  log('n8n import:credentials');
-  n8nCli(['import:credentials', `--input=${join(dir, 'credentials.json')}`]);
-  // the committed example files, with the side effect pointed at the sink
+  const ex = join(dir, 'examples', 'n8n');
+  mkdirSync(ex, { recursive: true });
+  let cred = readFileSync(join(ROOT, 'examples/n8n/credentials.postgres.json'), 'utf8');
+  cred = fill(cred, '"port": 5432', `"port": ${Number(env.E2E_PGPORT)}`, 'credentials.postgres.json');
+  cred = fill(cred, '"password": "change-me"', `"password": ${JSON.stringify(env.E2E_ROLE_PASSWORD)}`, 'credentials.postgres.json');
+  const c = JSON.parse(cred)[0].data;
+  if (c.host !== '127.0.0.1' || c.database !== env.E2E_DB || c.user !== env.E2E_ROLE)
+    throw new Error(`credentials.postgres.json: host/database/user ${c.host}/${c.database}/${c.user} are not the documented ones`);
+  writeFileSync(join(ex, 'credentials.postgres.json'), cred);
   for (const f of ['webhook-gate.json', 'webhook-gate-fields.json', 'error-workflow.json', 'ungated-control.json']) {
     const text = readFileSync(join(ROOT, 'examples/n8n', f), 'utf8');
-    if (f !== 'error-workflow.json' && text !== JSON.stringify(files[f], null, 2) + '\n')
-      log(`warning: examples/n8n/${f} differs from build-examples.mjs`);
-    writeFileSync(join(dir, f), text.split(SIDE_EFFECT_URL).join(`http://127.0.0.1:${SINK_PORT}/charge`));
-    log(`n8n import:workflow ${f}`);
-    n8nCli(['import:workflow', `--input=${join(dir, f)}`]);
+    writeFileSync(join(ex, f), f === 'error-workflow.json' ? text : fill(text, SIDE_EFFECT_URL, SINK_URL, f));
   }
-  for (const id of [IDS.error, IDS.gate, IDS.fields, IDS.control]) {
-    log(`n8n publish:workflow --id=${id}`);
+  // docs/n8n.md step 3, as written, with the n8n under test first on PATH
+  const block = docBlock(join(ROOT, 'docs/n8n.md'), 'n8n-import');
+  log(`docs/n8n.md run:n8n-import:\n${block.trimEnd()}`);
+  execFileSync('bash', ['-euo', 'pipefail', '-c', block], {
+    cwd: dir,
+    env: { ...n8nEnv, PATH: `${dirname(N8N_BIN)}:${env.PATH}` },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  // the workflows that only the drills use: the fields variant and the control
+  for (const [f, id] of [['webhook-gate-fields.json', IDS.fields], ['ungated-control.json', IDS.control]]) {
+    log(`n8n import:workflow ${f}; publish:workflow --id=${id}`);
+    n8nCli(['import:workflow', `--input=${join(ex, f)}`]);
     n8nCli(['publish:workflow', `--id=${id}`]);
+  }
+  // for the picture in docs/img: the gate exactly as committed (the documented
+  // side effect URL), as a second, unpublished workflow
+  if (env.E2E_SCREENSHOT_DIR) {
+    const shot = JSON.parse(readFileSync(join(ROOT, 'examples/n8n/webhook-gate.json'), 'utf8'));
+    shot.id = SHOT_ID;
+    writeFileSync(join(dir, 'webhook-gate-shot.json'), JSON.stringify(shot));
+    n8nCli(['import:workflow', `--input=${join(dir, 'webhook-gate-shot.json')}`]);
   }
   await sink.start();
   log('starting n8n');
@@ -255,12 +315,49 @@ async function setup() {
       password: OWNER.password,
       outDir: env.E2E_SCREENSHOT_DIR,
       workflows: [
-        { id: IDS.gate, file: 'n8n-webhook-gate.png' },
+        { id: SHOT_ID, file: 'n8n-webhook-gate.png' },
         { id: IDS.error, file: 'n8n-error-workflow.png' },
       ],
     });
     log(`screenshots: ${files.join(', ')}`);
+    editorImport = await checkEditorImportSafely();
+    // the browser may have set the owner up again (see screenshot.mjs): sign in afresh
+    cookie = null;
+    await ownerLogin();
   }
+}
+
+// docs/n8n.md step 3's editor route, in the browser (see editor-import.mjs)
+let editorImport = null;
+async function checkEditorImportSafely() {
+  try {
+    const { checkEditorImport } = await import('./editor-import.mjs');
+    const r = await checkEditorImport({
+      base: BASE,
+      email: OWNER.email,
+      password: OWNER.password,
+      gateFile: readFileSync(join(ROOT, 'examples/n8n/webhook-gate.json'), 'utf8'),
+      credentialId: CREDENTIAL.id,
+      workDir: WORK,
+      rest,
+    });
+    log(`editor import: ${JSON.stringify(r)}`);
+    return r;
+  } catch (e) {
+    return { error: String(e.stack ?? e) };
+  }
+}
+function recordEditorImport() {
+  const r = editorImport;
+  if (!r) return;
+  const all = (m, v) => m && Object.keys(m).length === 3 && Object.values(m).every((x) => x === v);
+  record('editor', 'Import from file (docs/n8n.md step 3): a known credential id is kept; an unknown one is dropped and opening each Postgres node selects the credential; the Error workflow setting is not imported',
+    r.error ? `error: ${r.error}` :
+      `known id: ${JSON.stringify(r.known.credentials)}; unknown id: after import ${r.unknown.issuesAfterImport} nodes with issues, after opening the nodes ${r.unknown.issuesBeforeSave}, saved ${JSON.stringify(r.unknown.credentials)}; error workflow setting after import: ${r.known.errorWorkflow}/${r.unknown.errorWorkflow}`,
+    !r.error && all(r.known.credentials, CREDENTIAL.id) && r.unknown.issuesAfterImport > 0 &&
+      all(r.unknown.credentials, CREDENTIAL.id) && r.unknown.issuesBeforeSave === 0 &&
+      r.known.errorWorkflow === null && r.unknown.errorWorkflow === null,
+    0, 0);
 }
 
 // -------------------------------------------------------------- drills --
@@ -317,18 +414,19 @@ async function drill4() {
 }
 
 async function drill5() {
-  await sink.stop(); // the side effect's host refuses connections
+  await sink.setMode('refuse'); // the side effect's host refuses connections
   const a = await post(GATE, order('evt-d5'));
   const c1 = await claim('evt-d5');
   execIds.d5 = c1?.execution_id;
-  await sink.start();
+  const ex = c1?.execution_id ? await finishedExecution(c1.execution_id) : null;
+  await sink.setMode('ok');
   const b = await post(GATE, order('evt-d5'));
   const c2 = await claim('evt-d5');
   const c = await post(GATE, order('evt-d5'));
   const n = sink.count('evt-d5');
-  record(5, 'refused: 503 + failed_retryable; redelivery performs once',
-    `1st ${statusSummary([a])} claim=${c1?.state}; 2nd ${statusSummary([b])} claim=${c2?.state} attempt=${c2?.attempt}; 3rd ${statusSummary([c])}; effects=${n}`,
-    a.status === 503 && c1?.state === 'failed_retryable' && b.status === 200 && c2?.state === 'completed' &&
+  record(5, 'refused: 503 + failed_retryable, execution error; redelivery performs once',
+    `1st ${statusSummary([a])} claim=${c1?.state} execution=${ex?.status}; 2nd ${statusSummary([b])} claim=${c2?.state} attempt=${c2?.attempt}; 3rd ${statusSummary([c])}; effects=${n}`,
+    a.status === 503 && c1?.state === 'failed_retryable' && ex?.status === 'error' && b.status === 200 && c2?.state === 'completed' &&
       c2?.attempt === 2 && c.outcome === 'completed' && n === 1, 3, n);
 }
 
@@ -350,8 +448,16 @@ async function drill6() {
   sink.release('evt-d6');
   const a = await first;
   await startN8n();
+  // n8n marks the killed run crashed and runs the published error workflow,
+  // which moves the claim to needs_review (the run stopped at Side effect)
+  const t1 = Date.now();
+  let cAfter = await claim('evt-d6');
+  while (Date.now() - t1 < 60000 && cAfter?.state !== 'needs_review') {
+    await sleep(500);
+    cAfter = await claim('evt-d6');
+  }
+  const reviewSecs = ((Date.now() - t1) / 1000).toFixed(0);
   const b = await post(GATE, order('evt-d6'));
-  const cAfter = await claim('evt-d6');
   let alerted = null;
   if (env.E2E_HAS_STUCK_AFTER === '1') {
     const t0 = Date.now();
@@ -362,11 +468,12 @@ async function drill6() {
   const cEnd = await claim('evt-d6');
   await listener.end();
   const n = sink.count('evt-d6');
-  const held = ['in_flight', 'needs_review'].includes(b.outcome);
   const alertText = alerted === null ? 'alert: not checked (no background worker)' : `alerted=${alerted} (${alerts.length} NOTIFY)`;
-  record(6, 'kill n8n after the effect: redelivery 200 in_flight, alert after stuck_after, never a 2nd effect',
-    `killed with effects=${effectsAtKill} claim=${cKill?.state}; sender saw ${a.status || a.text}; after restart ${statusSummary([b])} claim=${cAfter?.state}; ${alertText}; later ${statusSummary([c])} claim=${cEnd?.state}; effects=${n}`,
-    effectsAtKill === 1 && b.status === 200 && held && c.status === 200 && n === 1 && alerted !== false,
+  record(6, 'kill n8n after the effect: after the restart the claim is needs_review (error workflow), redeliveries 200 needs_review, alerted, never a 2nd effect',
+    `killed with effects=${effectsAtKill} claim=${cKill?.state}; sender saw ${a.status || a.text}; after restart claim=${cAfter?.state} (${reviewSecs}s) last_error=${JSON.stringify(cAfter?.last_error ?? null)}; redelivery ${statusSummary([b])}; ${alertText}; later ${statusSummary([c])} claim=${cEnd?.state}; effects=${n}`,
+    effectsAtKill === 1 && cKill?.state === 'processing' && cAfter?.state === 'needs_review' &&
+      b.status === 200 && b.outcome === 'needs_review' && c.status === 200 && cEnd?.state === 'needs_review' &&
+      n === 1 && alerted !== false,
     3, n);
 }
 async function alertCount() {
@@ -455,9 +562,49 @@ async function drill11() {
   const d = await post(FIELDS, { customer_id: 'c-11' });
   const keys = await q("SELECT key, state::text FROM idem_gate.claims WHERE workflow = 'orders-by-fields' ORDER BY created_at");
   const n = keys.reduce((s, k) => s + sink.count(k.key), 0);
-  record('11*', 'fields-keyed variant: resend of same identity 1 effect, other identity 1, none 400',
+  record(11, 'fields-keyed variant: resend of same identity 1 effect, other identity 1, none 400',
     `${statusSummary([a, b, c, d])}, claims=${keys.length}, effects=${n}`,
     a.status === 200 && b.outcome === 'completed' && c.status === 200 && d.status === 400 && keys.length === 2 && n === 2,
+    4, n);
+}
+
+async function drill12() {
+  // gate errors answer the sender and end the execution as failed
+  cookie = null;
+  await ownerLogin();
+  const a = await post(GATE, order('evt-d12'));
+  let before = await executionIds(IDS.gate);
+  const b = await post(GATE, order('evt-d12', { amount: { value: 9999, currency: 'EUR' } }));
+  const exB = await newExecutions(IDS.gate, before);
+  const cB = await claim('evt-d12');
+  // the database down: stop the server, deliver, start it again
+  const pgctl = (...args) =>
+    execFileSync('runuser', ['-u', 'postgres', '--', join(env.E2E_PG_BIN, 'pg_ctl'), '-D', env.E2E_PGDATA, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  before = await executionIds(IDS.gate);
+  pgctl('-m', 'fast', '-w', 'stop');
+  let c;
+  try {
+    c = await post(GATE, order('evt-d12-down'));
+  } finally {
+    pgctl('-l', join(WORK, 'postgres.log'), '-w', 'start');
+  }
+  const exC = await newExecutions(IDS.gate, before);
+  const cC = await claim('evt-d12-down');
+  // the gate works again once the database is back
+  let d = null;
+  for (let i = 0; i < 10; i++) {
+    d = await post(GATE, order('evt-d12-back'));
+    if (d.status === 200) break;
+    await sleep(1000);
+  }
+  const n = sink.count('evt-d12') + sink.count('evt-d12-down');
+  record(12, 'gate errors: another payload under a used id 422, database down 500; both executions error; no effect',
+    `1st ${statusSummary([a])}; other payload ${statusSummary([b])} execution=${exB.map((e) => e.status).join(',')} claim=${cB?.state}; database down ${statusSummary([c])} execution=${exC.map((e) => e.status).join(',')} claim=${cC?.state ?? 'none'}; back up ${statusSummary([d])}; effects=${n}`,
+    a.status === 200 && b.status === 422 && b.outcome === 'error' && exB.length === 1 && exB[0].status === 'error' &&
+      cB?.state === 'completed' && c.status === 500 && c.outcome === 'error' && exC.length === 1 &&
+      exC[0].status === 'error' && cC === null && d?.status === 200 && n === 1,
     4, n);
 }
 
@@ -481,7 +628,7 @@ try {
   n8nVersion = n8nCli(['--version']).trim();
   pgVersion = (await q('SHOW server_version'))[0].server_version;
   await setup();
-  const drills = [drill1, drill2, drill3, drill4, drill5, drill6, drill7, drill8, drill9, drill10, drill11];
+  const drills = [drill1, drill2, drill3, drill4, drill5, drill6, drill7, drill8, drill9, drill10, drill11, drill12];
   for (let i = 0; i < drills.length; i++) {
     if (!want(i + 1)) continue;
     try {
@@ -490,6 +637,7 @@ try {
       record(i + 1, '-', `error: ${e.stack ?? e}`, false, 0, 0);
     }
   }
+  recordEditorImport();
   failed = printTable();
 } catch (e) {
   console.error(e);

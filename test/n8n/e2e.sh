@@ -2,19 +2,26 @@
 # idem_gate end-to-end drills against a real n8n (NOT part of CI: it downloads n8n).
 #
 #   test/n8n/e2e.sh                 # run as root on Debian 12 with PostgreSQL 15
-#   test/n8n/e2e.sh --screenshots   # also refresh docs/img/n8n-*.png (chromium)
+#   test/n8n/e2e.sh --screenshots   # also refresh docs/img/n8n-*.png and check the
+#                                   # editor's import route (Debian's chromium)
 #
-# What it does, all on loopback:
+# It follows docs/n8n.md's "Setting it up" as written: every block marked
+# <!-- run: NAME --> there is extracted (test/n8n/doc_block.mjs) and run, with
+# only the placeholders the docs name replaced (the password change-me, the
+# credential's port, the side effect's URL), so a documented command that stops
+# working fails this test.  All on loopback:
 #   1. installs the pinned n8n into a reusable cache (test/n8n/install_n8n.sh);
-#   2. builds and installs idem_gate if it is not installed (IDEM_E2E_BUILD=1 forces it);
-#   3. starts a throwaway PostgreSQL 15 (user postgres, its own port, idem_gate
-#      preloaded, idem_gate.stuck_after short when that setting exists);
-#   4. creates the n8n database role with the GRANT lines of docs/n8n.md;
-#   5. imports the credential and the example workflows with the n8n CLI, points
-#      their side effect at a local HTTP sink, publishes (activates) them and
-#      starts n8n on 127.0.0.1 with telemetry, version checks and templates off;
-#   6. runs drills 1-10 (test/n8n/drills.mjs) and prints the table;
-#   7. stops everything it started and removes its work directory
+#   2. runs the documented install line (make ... install) from the repository,
+#      into the PostgreSQL of PG_CONFIG (or PG_BIN, default the system 15);
+#   3. starts a throwaway PostgreSQL 15 (user postgres, its own port) with the
+#      documented postgresql.conf lines, a short idem_gate.stuck_after, and runs
+#      the documented SQL: the database app, the extension, the n8n role;
+#   4. runs the documented n8n CLI lines (import, publish) on copies of the
+#      examples, imports the test-only workflows, starts n8n on 127.0.0.1 with
+#      telemetry, version checks and templates off, and a local HTTP sink as
+#      the side effect's downstream;
+#   5. runs drills 1-12 (test/n8n/drills.mjs) and prints the table;
+#   6. stops everything it started and removes its work directory
 #      (IDEM_E2E_KEEP=1 keeps the directory with the logs).
 #
 # Ports (override with env): PostgreSQL 54329, n8n 5688, n8n task broker 5689,
@@ -32,12 +39,18 @@ ROOT=$(cd "$HERE/../.." && pwd)
 
 export N8N_VERSION="${N8N_VERSION:-2.8.4}"
 export N8N_CACHE="${N8N_CACHE:-/var/cache/idem_gate/n8n-$N8N_VERSION}"
-PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+# the PostgreSQL to install into and run: PG_BIN, else PG_CONFIG's bindir, else the system 15
+if [ -z "${PG_BIN:-}" ]; then
+  if [ -n "${PG_CONFIG:-}" ]; then PG_BIN=$("$PG_CONFIG" --bindir); else PG_BIN=/usr/lib/postgresql/15/bin; fi
+fi
+export PG_CONFIG="${PG_CONFIG:-$PG_BIN/pg_config}"   # the Makefile honours it
+PSQL="$PG_BIN/psql"; [ -x "$PSQL" ] || PSQL=/usr/bin/psql
+export E2E_PG_BIN="$PG_BIN"
 export E2E_PGPORT="${IDEM_E2E_PGPORT:-54329}"
 export E2E_N8N_PORT="${IDEM_E2E_N8N_PORT:-5688}"
 export E2E_BROKER_PORT="${IDEM_E2E_BROKER_PORT:-5689}"
 export E2E_SINK_PORT="${IDEM_E2E_SINK_PORT:-5690}"
-export E2E_DB=idem_e2e
+export E2E_DB=app            # the database docs/n8n.md creates
 export E2E_ROLE=n8n_gate
 export E2E_ROLE_PASSWORD="e2e-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
 export E2E_STUCK_AFTER="${IDEM_E2E_STUCK_AFTER:-5s}"
@@ -62,12 +75,21 @@ if [ -n "${E2E_SCREENSHOT_DIR:-}" ]; then
   mkdir -p "$E2E_SCREENSHOT_DIR"
 fi
 
-# --- 2. idem_gate --------------------------------------------------------------
-if [ "${IDEM_E2E_BUILD:-0}" = 1 ] || [ ! -f "$("$PG_BIN/pg_config" --sharedir)/extension/idem_gate.control" ]; then
-  log "building and installing idem_gate"
-  make -C "$ROOT" -s with_llvm=no PG_CONFIG="$PG_BIN/pg_config" >&2
-  make -C "$ROOT" -s install with_llvm=no PG_CONFIG="$PG_BIN/pg_config" >&2
-fi
+# --- documented blocks ----------------------------------------------------------
+DOC="$ROOT/docs/n8n.md"
+doc_block() { node "$HERE/doc_block.mjs" "$DOC" "$1"; }
+# run a documented shell block as written.  This script runs as root, so sudo
+# (where the docs write "$(command -v sudo)") is a pass-through here: the real
+# one would reset the environment, PG_CONFIG included.
+run_doc_sh() {
+  local script; script=$(doc_block "$1") || exit 1
+  log "docs/n8n.md run:$1: $(printf '%s' "$script" | tr '\n' ';')"
+  bash -euo pipefail -c 'sudo() { "$@"; }'$'\n'"$script"
+}
+
+# --- 2. idem_gate, with the documented install line ------------------------------
+log "installing idem_gate into $("$PG_CONFIG" --pkglibdir)"
+(cd "$ROOT" && run_doc_sh install) >&2
 
 # --- work directory and cleanup -----------------------------------------------
 WORK=$(mktemp -d /tmp/idem_gate_e2e.XXXXXX)
@@ -109,20 +131,23 @@ cat >> "$PGDATA/postgresql.conf" <<EOF
 listen_addresses = '127.0.0.1'
 port = $E2E_PGPORT
 unix_socket_directories = '$WORK'
-shared_preload_libraries = 'idem_gate'
-idem_gate.database = '$E2E_DB'
 max_connections = 200
 fsync = off
 logging_collector = off
 log_min_messages = warning
 EOF
+# the documented lines (shared_preload_libraries, idem_gate.database)
+doc_block postgresql.conf >> "$PGDATA/postgresql.conf"
 runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$WORK/postgres.log" -w start >/dev/null
 PG_STARTED=1
 export PGHOST="$WORK" PGPORT="$E2E_PGPORT" PGUSER=postgres
-psql() { runuser -u postgres -- env PGHOST="$WORK" PGPORT="$E2E_PGPORT" /usr/bin/psql -X -v ON_ERROR_STOP=1 -q "$@"; }
+export E2E_PGDATA="$PGDATA"
+psql() { runuser -u postgres -- env PGHOST="$WORK" PGPORT="$E2E_PGPORT" "$PSQL" -X -v ON_ERROR_STOP=1 -q "$@"; }
 
-psql -d postgres -c "CREATE DATABASE $E2E_DB"
-psql -d "$E2E_DB" -c "CREATE EXTENSION idem_gate" 2>/dev/null
+# the documented database and extension (connected to postgres, as a superuser)
+doc_block database > "$WORK/database.sql"
+chmod 644 "$WORK/database.sql"
+psql -d postgres -f "$WORK/database.sql"
 # a short stuck_after makes drill 6's alert observable within seconds
 if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_settings WHERE name = 'idem_gate.stuck_after'")" = 1 ]; then
   psql -d "$E2E_DB" -c "ALTER SYSTEM SET idem_gate.stuck_after = '$E2E_STUCK_AFTER'"
@@ -143,10 +168,12 @@ if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_proc WHERE proname = 'id
   exit 1
 fi
 
-# --- 4. the n8n role, with exactly the GRANT lines of docs/n8n.md --------------
-"$HERE/doc_grants.sh" "$E2E_ROLE" > "$WORK/grants.sql"
-psql -d "$E2E_DB" -c "CREATE ROLE $E2E_ROLE LOGIN PASSWORD '$E2E_ROLE_PASSWORD'"
-psql -d "$E2E_DB" -f "$WORK/grants.sql"
+# --- 4. the n8n role: the documented block, with the documented password placeholder replaced
+doc_block n8n-role > "$WORK/role.sql.in"
+grep -q "'change-me'" "$WORK/role.sql.in" || { echo "docs/n8n.md run:n8n-role lost its 'change-me' placeholder" >&2; exit 1; }
+sed "s/'change-me'/'$E2E_ROLE_PASSWORD'/" "$WORK/role.sql.in" > "$WORK/role.sql"
+chmod 644 "$WORK/role.sql"
+psql -d "$E2E_DB" -f "$WORK/role.sql"
 
 # --- 5-6. n8n, sink and drills ---------------------------------------------------
 cd "$HERE"

@@ -8,7 +8,8 @@
 // This test reads the query texts and parameter expressions from the committed
 // workflow files, evaluates the expressions for sample items, and runs them
 // exactly so: same pg-promise and pg versions as n8n 2.8.4, same type parsers,
-// connected as a role that holds only the GRANT lines of docs/n8n.md.
+// connected as a role created by the README's documented role block
+// (test/suites/30_n8n_pg.sh).
 //
 // Env: libpq variables (PGHOST, PGPORT, PGUSER superuser, PGDATABASE with
 // idem_gate installed), IDEM_N8N_ROLE / IDEM_N8N_PASSWORD (the role created by
@@ -130,6 +131,29 @@ test('every Postgres and HTTP node of the gates routes its errors (no silent 200
         assert(w.connections[n.name]?.main?.[1]?.length > 0, `${wf}/${n.name}: error output not connected`);
     }
     assert(w.settings.errorWorkflow === workflows['error-workflow'].id, `${wf}: error workflow not set`);
+  }
+});
+
+test('every gate error and failure answer is followed by a Stop and Error node (n8n counts the run failed)', () => {
+  for (const wf of ['webhook-gate', 'webhook-gate-fields']) {
+    const w = workflows[wf];
+    const byName = Object.fromEntries(w.nodes.map((n) => [n.name, n]));
+    const next = (name) => (w.connections[name]?.main?.[0] ?? []).map((c) => byName[c.node]);
+    // the answers that report a failure: the gate error (422/500), the failed
+    // side effect (503/500) and needs_review
+    for (const name of ['Respond 500 (gate error)', 'Respond 5xx (failed)', 'Respond 200 (needs review)']) {
+      const after = next(name);
+      assert(after.length === 1 && after[0].type === 'n8n-nodes-base.stopAndError', `${wf}/${name} is not followed by Stop and Error`);
+      assert(!after[0].onError || after[0].onError === 'stopWorkflow', `${wf}/${after[0].name}: onError ${after[0].onError}`);
+    }
+    // the Claim error output and the Switch's fallback output lead to the gate error answer
+    eq(w.connections.Claim.main[1].map((c) => c.node), ['Respond 500 (gate error)'], `${wf}: Claim error output`);
+    eq(w.connections['Route by outcome'].main.at(-1).map((c) => c.node), ['Respond 500 (gate error)'], `${wf}: fallback output`);
+    // the message names the cause for both inputs of the gate error answer
+    const stop = next('Respond 500 (gate error)')[0];
+    const msg = (json) => evaluate(stop.parameters.errorMessage, { json });
+    assert(/fingerprint mismatch/.test(msg({ message: 'fingerprint mismatch for key "k"', error: {} })), 'message of a Claim error');
+    assert(/unexpected outcome zzz/.test(msg({ outcome: 'zzz' })), 'message of an unknown outcome');
   }
 });
 

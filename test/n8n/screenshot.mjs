@@ -8,6 +8,31 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 
+// Sign in as the owner.  n8n 2.8.4 sometimes still reports "no owner" for a
+// while after the owner was set up through its REST API (the editor then
+// shows the owner set-up form): wait for its settings to say otherwise, and
+// fill the set-up form with the same owner if it never does.
+export async function signIn(page, { base, email, password, firstName = 'Drill', lastName = 'Runner' }) {
+  const needsSetup = async () =>
+    page.evaluate(async () => (await (await fetch('/rest/settings')).json())?.data?.userManagement?.showSetupOnFirstLoad === true);
+  await page.goto(`${base}/signin`, { waitUntil: 'domcontentloaded' });
+  for (let i = 0; i < 60 && (await needsSetup()); i++) await page.waitForTimeout(1000);
+  await page.goto(`${base}/signin`, { waitUntil: 'domcontentloaded' });
+  await page.waitForURL((u) => u.pathname.startsWith('/signin') || u.pathname.startsWith('/setup'), { timeout: 30000 });
+  await page.waitForTimeout(1000);
+  if (new URL(page.url()).pathname.startsWith('/setup')) {
+    await page.locator('input[name="email"]').fill(email);
+    await page.locator('input[name="firstName"]').fill(firstName);
+    await page.locator('input[name="lastName"]').fill(lastName);
+    await page.locator('input[name="password"]').fill(password);
+  } else {
+    await page.locator('input[type="email"], input[name="emailOrLdapLoginId"], input[name="email"]').first().fill(email);
+    await page.locator('input[type="password"]').first().fill(password);
+  }
+  await page.locator('button[type="submit"], [data-test-id="form-submit-button"]').first().click();
+  await page.waitForURL((u) => !u.pathname.startsWith('/signin') && !u.pathname.startsWith('/setup'), { timeout: 60000 });
+}
+
 export async function screenshots({ base, email, password, outDir, workflows }) {
   const require = createRequire(import.meta.url);
   const { chromium } = require(process.env.PLAYWRIGHT_CORE_DIR);
@@ -31,16 +56,15 @@ export async function screenshots({ base, email, password, outDir, workflows }) 
   const written = [];
   try {
     const page = ctx.pages()[0] ?? (await ctx.newPage());
+    // a loaded machine serves the editor slowly
+    page.setDefaultNavigationTimeout(120000);
+    page.setDefaultTimeout(90000);
     // everything but the local n8n is refused: the page stays on loopback
     await page.route('**/*', (route) => {
       const u = new URL(route.request().url());
       return ['127.0.0.1', 'localhost'].includes(u.hostname) || u.protocol === 'data:' ? route.continue() : route.abort();
     });
-    await page.goto(`${base}/signin`, { waitUntil: 'domcontentloaded' });
-    await page.locator('input[type="email"], input[name="emailOrLdapLoginId"], input[name="email"]').first().fill(email);
-    await page.locator('input[type="password"]').first().fill(password);
-    await page.locator('button[type="submit"], [data-test-id="form-submit-button"]').first().click();
-    await page.waitForURL((u) => !u.pathname.startsWith('/signin'), { timeout: 30000 });
+    await signIn(page, { base, email, password });
     for (const { id, file } of workflows) {
       await page.goto(`${base}/workflow/${id}`, { waitUntil: 'domcontentloaded' });
       try {

@@ -1,7 +1,7 @@
 -- The schema contract of idem_gate: types and labels, the claims table,
 -- keys, constraints, indexes, function signatures and privileges.
 BEGIN;
-SELECT plan(137);
+SELECT plan(141);
 
 -- schema and types
 SELECT has_schema('idem_gate');
@@ -41,8 +41,8 @@ SELECT col_is_null('idem_gate', 'claims', c, c || ' is nullable')
   FROM unnest(ARRAY['execution_id', 'fingerprint', 'result', 'last_error', 'completed_at']) c;
 SELECT col_is_pk('idem_gate', 'claims', ARRAY['workflow', 'key'], 'the primary key is (workflow, key)');
 SELECT has_index('idem_gate', 'claims', 'claims_state_workflow_updated_at',
-	ARRAY['state', 'workflow', 'updated_at'],
-	'the janitor and the alerter find rows by (state, workflow, updated_at)');
+	ARRAY['state', 'workflow', 'updated_at', 'token'],
+	'the janitor and the alerter walk rows by (state, workflow, updated_at, token)');
 SELECT hasnt_index('idem_gate', 'claims', 'claims_state_updated_at',
 	'1.0''s (state, updated_at) index is replaced');
 SELECT indexes_are('idem_gate', 'claims', ARRAY['claims_pkey', 'claims_state_workflow_updated_at'],
@@ -145,6 +145,12 @@ SELECT col_is_pk('idem_gate', 'workflow_acl', ARRAY['role', 'pattern'], 'one gra
 SELECT col_type_is('idem_gate', 'workflow_acl', 'role', 'regrole', 'grants name roles (dumped by name)');
 SELECT has_function('idem_gate', 'grant_workflow', ARRAY['name', 'text']);
 SELECT has_function('idem_gate', 'revoke_workflow', ARRAY['name', 'text']);
+SELECT has_function('idem_gate', 'sync_token_seq', ARRAY[]::text[]);
+SELECT function_returns('idem_gate', 'sync_token_seq', ARRAY[]::text[], 'bigint');
+SELECT is((SELECT count(*)::int FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+	WHERE n.nspname = 'idem_gate' AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql')
+	  AND NOT ('search_path=pg_catalog, pg_temp' = ANY (coalesce(p.proconfig, '{}')))), 0,
+	'every PL/pgSQL function of the extension pins its search_path');
 SELECT set_eq($$SELECT c.relname::text FROM pg_extension e, unnest(e.extconfig) t(oid)
 	JOIN pg_class c ON c.oid = t.oid WHERE e.extname = 'idem_gate'$$,
 	ARRAY['claims', 'policies', 'token_seq', 'audit', 'audit_id_seq', 'workflow_acl'],
@@ -174,7 +180,8 @@ SELECT is(has_function_privilege('public', f, 'EXECUTE'), false, f || ' is not e
 	'idem_gate.audit_guard()',
 	'idem_gate.grant_workflow(name,text)',
 	'idem_gate.revoke_workflow(name,text)',
-	'idem_gate.workflow_acl_changed()']) f;
+	'idem_gate.workflow_acl_changed()',
+	'idem_gate.sync_token_seq()']) f;
 SELECT is(has_table_privilege('public', t, p), false, 'PUBLIC has no ' || p || ' on ' || t)
   FROM unnest(ARRAY['idem_gate.audit', 'idem_gate.janitor_watermarks', 'idem_gate.workflow_stats',
 	'idem_gate.workflow_acl']) t,

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Canonical JSON suite: RFC 8785 vectors (shared/jcs), the differential test
-# against the canonicalize reference, the 'safe' number policy oracle and the
-# 50 MB memory check.  Needs a running server with idem_gate installed in
-# $PGDATABASE (libpq environment variables), node and npm, and IDEM_SHARED
-# (defaults to ../shared next to the repository).  Ends with one line
-# "N passed, N failed".
+# Canonical JSON suite: RFC 8785 vectors (test/jcs/vectors, see its
+# README.md), the ES6 number file regenerated and checked against its
+# published checksums, the differential test against the canonicalize
+# reference, the 'safe' number policy oracle and the 50 MB memory check.
+# Needs a running server with idem_gate installed in $PGDATABASE (libpq
+# environment variables), node and npm.  Reads nothing outside the
+# repository.  Ends with one line "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../jcs" || exit 1
-export IDEM_SHARED=${IDEM_SHARED:-$(cd ../../../shared 2>/dev/null && pwd)}
 
 if ! { npm ci --no-audit --no-fund --loglevel=error >/tmp/idem_jcs_npm.$$ 2>&1 ||
 	   npm install --no-audit --no-fund --loglevel=error >>/tmp/idem_jcs_npm.$$ 2>&1; }; then

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # n8n driver suite: the example workflows' SQL run through node-postgres and
 # pg-promise exactly as n8n's Postgres node runs it (single-query mode: all
-# items in one multi-statement string), connected as a role that holds only the
-# GRANT lines of docs/n8n.md.  Needs a running server reachable through the
-# libpq variables (PGHOST, PGPORT, PGUSER superuser, PGDATABASE with idem_gate
-# installed).  Installs node/npm when missing.  Ends with one line
-# "N passed, N failed".
+# items in one multi-statement string), connected as a role created by the
+# README's documented block (CREATE ROLE and GRANT lines, run as written with
+# the role name and password replaced).  It also runs the README's install
+# line as written (into a staging DESTDIR) and checks that docs/n8n.md repeats
+# both blocks unchanged.  Needs a running server reachable through the libpq
+# variables (PGHOST, PGPORT, PGUSER superuser, PGDATABASE with idem_gate
+# installed) and pg_config (PG_CONFIG, else on PATH).  Installs node/npm when
+# missing.  Ends with one line "N passed, N failed".
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT/test/n8n" || exit 1
@@ -24,18 +27,52 @@ if ! { npm ci --no-audit --no-fund --loglevel=error >/tmp/idem_n8n_npm.$$ 2>&1 |
 fi
 rm -f /tmp/idem_n8n_npm.$$
 
-# the dedicated n8n role, with exactly the documented grants
+passed=0
+
+# the README's install line, as written, from the repository's top directory.
+# This suite runs as root: sudo (written "$(command -v sudo)") is a
+# pass-through here, since the real one would drop DESTDIR and PG_CONFIG.
+install_block=$(node doc_block.mjs "$ROOT/README.md" install) || fail "no install block in README.md"
+docs_install=$(node doc_block.mjs "$ROOT/docs/n8n.md" install) || fail "no install block in docs/n8n.md"
+[ "$(printf '%s' "$install_block" | sed 's/ *#.*//')" = "$(printf '%s' "$docs_install" | sed 's/ *#.*//')" ] ||
+	fail "the install lines of README.md and docs/n8n.md differ: '$install_block' / '$docs_install'"
+pgc=${PG_CONFIG:-pg_config}
+stage=$(mktemp -d /tmp/idem_n8n_stage.XXXXXX)
+if (cd "$ROOT" && DESTDIR="$stage" PG_CONFIG="$pgc" \
+	bash -euo pipefail -c 'sudo() { "$@"; }'$'\n'"$install_block") >/tmp/idem_n8n_make.$$ 2>&1 &&
+	[ -f "$stage$("$pgc" --pkglibdir)/idem_gate.so" ] &&
+	[ -f "$stage$("$pgc" --sharedir)/extension/idem_gate.control" ]; then
+	echo "ok - the README's install line builds and installs idem_gate (staged in DESTDIR)"
+	passed=$((passed + 1))
+else
+	cat /tmp/idem_n8n_make.$$; rm -rf "$stage" /tmp/idem_n8n_make.$$
+	fail "the README's install line failed: $install_block"
+fi
+rm -rf "$stage" /tmp/idem_n8n_make.$$
+
+# the dedicated n8n role, created by exactly the documented block
 export IDEM_N8N_ROLE="idem_n8n_ci_$$"
 export IDEM_N8N_PASSWORD="ci-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
-grants=$(./doc_grants.sh "$IDEM_N8N_ROLE") || fail "no GRANT block in docs/n8n.md"
+grants=$(./doc_grants.sh "$IDEM_N8N_ROLE" "$IDEM_N8N_PASSWORD") || fail "the documented n8n role block is missing or differs between README.md and docs/n8n.md"
 drop_role() {
 	psql -X -q -v ON_ERROR_STOP=0 \
 		-c "DROP OWNED BY $IDEM_N8N_ROLE" -c "DROP ROLE IF EXISTS $IDEM_N8N_ROLE" >/dev/null 2>&1
 }
 trap drop_role EXIT
-psql -X -q -v ON_ERROR_STOP=1 -c "CREATE ROLE $IDEM_N8N_ROLE LOGIN PASSWORD '$IDEM_N8N_PASSWORD'" \
-	-c "$grants" >/tmp/idem_n8n_psql.$$ 2>&1 ||
-	{ cat /tmp/idem_n8n_psql.$$; rm -f /tmp/idem_n8n_psql.$$; fail "could not create the n8n role with the documented grants"; }
+printf '%s\n' "$grants" | psql -X -q -v ON_ERROR_STOP=1 -f - >/tmp/idem_n8n_psql.$$ 2>&1 ||
+	{ cat /tmp/idem_n8n_psql.$$; rm -f /tmp/idem_n8n_psql.$$; fail "could not create the n8n role with the README's block"; }
 rm -f /tmp/idem_n8n_psql.$$
+echo "ok - the README's n8n role block (identical in docs/n8n.md) runs as written"
+passed=$((passed + 1))
 
-node queries.test.mjs
+# the queries; its closing line is folded into this suite's
+node queries.test.mjs >/tmp/idem_n8n_q.$$ 2>&1
+rc=$?
+grep -vE '^[0-9]+ passed, [0-9]+ failed$' /tmp/idem_n8n_q.$$
+last=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' /tmp/idem_n8n_q.$$ | tail -1)
+rm -f /tmp/idem_n8n_q.$$
+[ -n "$last" ] || { echo "$passed passed, 1 failed"; exit 1; }
+p=$(echo "$last" | awk '{print $1}'); f=$(echo "$last" | awk '{print $3}')
+[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+echo "$((passed + p)) passed, $f failed"
+[ "$f" -eq 0 ]

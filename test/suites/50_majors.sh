@@ -17,7 +17,7 @@ ROOT=$(cd "$here/../.." && pwd)
 BLUE_PORT=$((PGPORT + 7))
 BIN=${IDEM_PG_BIN:-$(pg_config --bindir)}
 AS_PG=${IDEM_PG_AS_POSTGRES:-runuser -u postgres --}
-DIR=$(mktemp -d /tmp/idem_gate_majors.XXXXXX)
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/idem_gate_majors.XXXXXX")
 chmod 755 "$DIR"
 mkdir "$DIR/dump"
 chown postgres "$DIR/dump"

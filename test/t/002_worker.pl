@@ -1,6 +1,7 @@
 # The background worker: janitor passes, policies, stuck alerts, settings on
-# SIGHUP, restarts after pg_terminate_backend and kill -9, standby and
+# SIGHUP, pg_terminate_backend and kill -9 during a pass, standby and
 # promotion, DROP/CREATE EXTENSION while running, a missing database.
+# A janitor lives for one pass; the launcher stays.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -29,6 +30,18 @@ sub worker_pid
 		"SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE backend_type = 'idem_gate $type'");
 }
 
+# the pid of a janitor waiting for a row lock in a pass, once there is one
+sub waiting_janitor
+{
+	my ($node, $not_pid) = @_;
+	$not_pid //= 0;
+	$node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND wait_event_type = 'Lock' AND pid <> $not_pid")
+	  or return 0;
+	return $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND wait_event_type = 'Lock' AND pid <> $not_pid");
+}
+
 sub wait_for_worker
 {
 	my ($node, $type, $not_pid) = @_;
@@ -50,10 +63,11 @@ $node->safe_psql('postgres', $helpers);
 
 # the workers appear, named in pg_stat_activity
 ok(wait_for_worker($node, 'launcher'), 'the launcher runs');
-ok(wait_for_worker($node, 'janitor'), 'the janitor runs');
 is($node->safe_psql('postgres',
-	"SELECT datname FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor'"),
-	'postgres', 'the janitor is connected to idem_gate.database');
+	"SELECT datname IS NULL FROM pg_stat_activity WHERE backend_type = 'idem_gate launcher'"),
+	't', 'connected to no database');
+ok($node->poll_query_until('postgres', 'SELECT janitor_passes > 1 FROM idem_gate.stats'),
+	'janitor passes run in the database (idem_gate.database empty: every database)');
 
 # retention: old completed and failed rows go, needs_review and young rows stay
 $node->safe_psql('postgres', q{
@@ -84,10 +98,10 @@ $node->psql('postgres', undef,
 		'-c', 'SELECT pg_sleep(4)' ]);
 my @alerts = ($stdout =~ /Asynchronous notification "idem_gate_alert" with payload "([^\n]*stuck_1[^\n]*)" received/g);
 is(scalar(@alerts), 1, 'one NOTIFY for the stuck claim, over several passes');
-like($alerts[0] // '', qr/"workflow" : "wf", "key" : "stuck_1", "token" : \d+, "attempt" : 1, "claimed_at" : "[^"]+", "age" : "00:20:0[^"]*", "action" : "alert"/,
+like($alerts[0] // '', qr/"workflow":"wf","key":"stuck_1","token":\d+,"attempt":1,"claimed_at":"[^"]+","age":"00:20:0[^"]*","action":"alert"/,
 	'the payload names workflow, key, token, attempt, claimed_at and age');
 my $log = slurp_file($node->logfile, $log_offset);
-my @lines = ($log =~ /(WARNING:  idem_gate: 1 claims stuck in processing\n[^\n]*stuck_1)/g);
+my @lines = ($log =~ /(WARNING:  idem_gate: 1 claim stuck in processing\n[^\n]*stuck_1)/g);
 is(scalar(@lines), 1, 'one WARNING line for it');
 is($node->safe_psql('postgres', 'SELECT alerts FROM idem_gate.stats'), '1', 'and one alert counted');
 
@@ -100,7 +114,8 @@ $node->safe_psql('postgres', "SELECT make_claim('stuck_2', 'wf', 'processing', '
 ok($node->poll_query_until('postgres',
 	"SELECT state = 'needs_review' FROM idem_gate.claims WHERE key = 'stuck_2'"),
 	"with stuck_action = 'review' a stuck claim becomes needs_review");
-is($node->safe_psql('postgres', 'SELECT escalations FROM idem_gate.stats'), '1',
+# counted at the end of the pass, after the batch that moved it commits
+ok($node->poll_query_until('postgres', 'SELECT escalations = 1 FROM idem_gate.stats'),
 	'the escalation is counted');
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET idem_gate.stuck_action; SELECT pg_reload_conf()');
 
@@ -112,7 +127,7 @@ $node->safe_psql('postgres', q{
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM idem_gate.claims WHERE key = 'young_done'"),
 	'a shorter retention applies after a reload');
-my $janitor = worker_pid($node, 'janitor');
+my $launcher = worker_pid($node, 'launcher');
 $node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = '1h'; SELECT pg_reload_conf()});
 sleep 2;
 my $passes = $node->safe_psql('postgres', 'SELECT janitor_passes FROM idem_gate.stats');
@@ -122,18 +137,22 @@ is($node->safe_psql('postgres', 'SELECT janitor_passes FROM idem_gate.stats'), $
 $node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = 1; SELECT pg_reload_conf()});
 ok($node->poll_query_until('postgres', "SELECT janitor_passes > $passes FROM idem_gate.stats"),
 	'a short naptime brings them back');
-is(worker_pid($node, 'janitor'), $janitor, 'the same janitor process, no restart');
+is(worker_pid($node, 'launcher'), $launcher, 'the same launcher process, no restart');
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET idem_gate.retention; SELECT pg_reload_conf()');
 
-# pg_terminate_backend and kill -9: the janitor comes back, and a batch is
-# never half done
+# pg_terminate_backend and kill -9 during a pass: the passes go on, and a
+# batch is never half done.  A client holds a lock on the oldest expired
+# row, so a pass waits in its first batch for as long as the test needs.
+$node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = '1h'; SELECT pg_reload_conf()});
+$node->poll_query_until('postgres', "SELECT current_setting('idem_gate.naptime') = '1h'");
 $node->safe_psql('postgres', q{
-	ALTER SYSTEM SET idem_gate.batch_size = 50; SELECT pg_reload_conf();
 	INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
 		created_at, claimed_at, updated_at, completed_at)
 	SELECT 'bulk', 'b' || g, 'completed', 1, nextval('idem_gate.token_seq'), '{}',
-		now() - interval '40 days', now() - interval '40 days',
-		now() - interval '40 days', now() - interval '40 days'
+		now() - interval '40 days' - g * interval '1 second',
+		now() - interval '40 days' - g * interval '1 second',
+		now() - interval '40 days' - g * interval '1 second',
+		now() - interval '40 days' - g * interval '1 second'
 	  FROM generate_series(1, 20000) g;
 	INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
 		created_at, claimed_at, updated_at, completed_at)
@@ -141,21 +160,28 @@ $node->safe_psql('postgres', q{
 		now(), now(), now(), now()
 	  FROM generate_series(1, 1000) g;
 });
-$janitor = worker_pid($node, 'janitor');
+my $blocker = $node->background_psql('postgres');
+is($blocker->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = 'b20000' FOR UPDATE;"),
+	'b20000', 'a client locks the oldest expired row');
+$node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = 1; SELECT pg_reload_conf()});
+my $janitor = waiting_janitor($node);
+ok($janitor, 'a pass waits for it');
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($janitor)");
-ok(wait_for_worker($node, 'janitor', $janitor), 'after pg_terminate_backend the janitor comes back');
-$janitor = worker_pid($node, 'janitor');
-kill 'KILL', $janitor;
-ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND pid <> $janitor"),
-	'after kill -9 (and the crash restart) the janitor comes back');
+my $next = waiting_janitor($node, $janitor);
+ok($next, 'pg_terminate_backend ends that pass; the next pass comes');
+$log_offset = -s $node->logfile;
+kill 'KILL', $next;
+ok($node->wait_for_log(qr/\(PID $next\) was terminated by signal 9/, $log_offset),
+	'kill -9 of the janitor: the postmaster restarts the cluster');
+eval { $blocker->quit; };		# the restart ended its session
+ok($node->poll_query_until('postgres', 'SELECT janitor_passes > 0 FROM idem_gate.stats'),
+	'and the passes come back');
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM idem_gate.claims WHERE key LIKE 'b%'"),
 	'it finishes the deletions');
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM idem_gate.claims WHERE workflow = 'bulk' AND result = '{}' AND state = 'completed'"),
 	'1000', 'and every live row is intact');
-$node->safe_psql('postgres', 'ALTER SYSTEM RESET idem_gate.batch_size; SELECT pg_reload_conf()');
 
 # DROP EXTENSION while the worker runs: one log line, quiet idle; CREATE
 # again: it resumes
@@ -195,7 +221,7 @@ is($standby->safe_psql('postgres', "SELECT count(*) FROM idem_gate.claims WHERE 
 $node->stop;
 $standby->promote;
 $standby->safe_psql('postgres', 'ALTER SYSTEM RESET idem_gate.retention; SELECT pg_reload_conf()');
-ok(wait_for_worker($standby, 'janitor'), 'after promotion the janitor starts');
+ok(wait_for_worker($standby, 'launcher'), 'after promotion the launcher starts');
 ok($standby->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM idem_gate.claims WHERE key = 'on_standby'"),
 	'and deletes the expired row on the new primary');
@@ -218,9 +244,8 @@ $log = slurp_file($lonely->logfile);
 is(scalar(() = $log =~ /does not exist/g), 1, 'once');
 unlike($log, qr/FATAL|terminated by exit code/, 'without a crash loop');
 $lonely->safe_psql('postgres', 'CREATE DATABASE gate_db');
-ok($lonely->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND datname = 'gate_db'"),
-	'the janitor starts once the database exists');
+ok($lonely->wait_for_log(qr/extension idem_gate is not installed in database "gate_db"; idling/),
+	'the janitor comes once the database exists');
 $lonely->stop;
 
 done_testing();

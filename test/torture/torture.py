@@ -20,6 +20,7 @@ import glob
 import json
 import os
 import random
+import shlex
 import shutil
 import signal
 import socket
@@ -31,7 +32,11 @@ import time
 import psycopg2
 import psycopg2.extensions
 
-BIN = '/usr/lib/postgresql/15/bin'
+# The PostgreSQL programs, and how to run them as postgres: the host's 15
+# unless scripts/test.sh points these at another major (in a Debian root,
+# run through chroot).
+BIN = os.environ.get('IDEM_PG_BIN', '/usr/lib/postgresql/15/bin')
+AS_POSTGRES = shlex.split(os.environ.get('IDEM_PG_AS_POSTGRES', 'runuser -u postgres --'))
 HERE = os.path.dirname(os.path.abspath(__file__))
 DB = 'torture'
 STALE = 1.0                     # seconds: the short stale interval
@@ -278,7 +283,7 @@ class Client:
 # --------------------------------------------------------------------------
 
 def as_postgres(args, **kw):
-    return subprocess.run(['runuser', '-u', 'postgres', '--'] + args,
+    return subprocess.run(AS_POSTGRES + args,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, **kw)
 
@@ -424,7 +429,7 @@ class Harness:
     def __init__(self, a):
         self.a = a
         self.rng = random.Random(a.seed)
-        self.work = tempfile.mkdtemp(prefix='idem_torture.', dir='/tmp')
+        self.work = tempfile.mkdtemp(prefix='idem_torture.')   # in TMPDIR, default /tmp
         os.chmod(self.work, 0o755)
         for d in ('clients', 'progress'):
             os.mkdir(os.path.join(self.work, d))
@@ -620,10 +625,9 @@ class Harness:
         ws = None
         while now() < end:
             try:
-                rows = new.query("SELECT (SELECT janitor_passes FROM idem_gate.stats_counters()),"
-                                 " (SELECT count(*) FROM pg_stat_activity"
-                                 "   WHERE backend_type = 'idem_gate janitor')")
-                if rows[0][0] and rows[0][0] > 0 and rows[0][1] > 0:
+                # janitors come for one pass each: count passes, not processes
+                rows = new.query("SELECT (SELECT janitor_passes FROM idem_gate.stats_counters())")
+                if rows[0][0] and rows[0][0] > 0:
                     ws = now() - t
                     break
             except psycopg2.Error:
@@ -719,12 +723,16 @@ class Harness:
         import checks
         worker_end = None
         end = now() + 30
+        passes = None
         while now() < end:
+            # the launcher runs, and janitor passes still complete
             rows = self.primary.query(
-                "SELECT count(*) FILTER (WHERE backend_type = 'idem_gate janitor'),"
-                " count(*) FILTER (WHERE backend_type = 'idem_gate launcher')"
-                " FROM pg_stat_activity")
-            if rows[0][0] > 0 and rows[0][1] > 0:
+                "SELECT (SELECT janitor_passes FROM idem_gate.stats_counters()),"
+                " (SELECT count(*) FROM pg_stat_activity"
+                "   WHERE backend_type = 'idem_gate launcher')")
+            if passes is None:
+                passes = rows[0][0]
+            elif rows[0][0] > passes and rows[0][1] > 0:
                 worker_end = now()
                 break
             time.sleep(0.2)
@@ -737,7 +745,7 @@ class Harness:
                     ' created_at, claimed_at, updated_at, completed_at FROM idem_gate.claims')
         final = cur.fetchall()
         amcheck = []
-        for idx in ('idem_gate.claims_pkey', 'idem_gate.claims_state_updated_at'):
+        for idx in ('idem_gate.claims_pkey', 'idem_gate.claims_state_workflow_updated_at'):
             try:
                 cur.execute('SELECT bt_index_check(%s::regclass, true)', (idx,))
             except psycopg2.Error as e:

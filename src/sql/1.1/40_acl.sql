@@ -24,9 +24,13 @@ CREATE TRIGGER workflow_acl_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
 	ON idem_gate.workflow_acl
 	FOR EACH STATEMENT EXECUTE FUNCTION idem_gate.workflow_acl_changed();
 
-CREATE FUNCTION idem_gate.grant_workflow(role name, pattern text)
-RETURNS boolean
-LANGUAGE plpgsql VOLATILE
+/*
+ * The role a grant or revoke names, checked: both arguments given, the
+ * pattern not empty, the role existing.
+ */
+CREATE FUNCTION idem_gate.workflow_role(role name, pattern text)
+RETURNS pg_catalog.regrole
+LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -40,15 +44,27 @@ BEGIN
 	IF pattern OPERATOR(pg_catalog.=) '' THEN
 		RAISE EXCEPTION 'pattern must not be empty'
 			USING ERRCODE = '22023',
-				  HINT = 'Use ''%'' to grant every workflow.';
+				  HINT = 'Use ''%'' for every workflow.';
 	END IF;
 	SELECT a.oid INTO r FROM pg_catalog.pg_roles a WHERE a.rolname OPERATOR(pg_catalog.=) role;
 	IF r IS NULL THEN
 		RAISE EXCEPTION 'role "%" does not exist', role
 			USING ERRCODE = '42704',
-				  HINT = 'Create the role first, or check the spelling (role names are case sensitive).';
+				  HINT = 'Check the spelling (role names are case sensitive), or create the role first.';
 	END IF;
-	INSERT INTO idem_gate.workflow_acl (role, pattern) VALUES (r::pg_catalog.regrole, pattern)
+	RETURN r::pg_catalog.regrole;
+END
+$$;
+COMMENT ON FUNCTION idem_gate.workflow_role(name, text) IS 'the checked role of grant_workflow() and revoke_workflow(); it reads only what pg_roles shows everyone';
+
+CREATE FUNCTION idem_gate.grant_workflow(role name, pattern text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	INSERT INTO idem_gate.workflow_acl (role, pattern)
+		VALUES (idem_gate.workflow_role(role, pattern), pattern)
 		ON CONFLICT DO NOTHING;
 	RETURN FOUND;
 END
@@ -62,21 +78,10 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-	r oid;
+	r pg_catalog.regrole := idem_gate.workflow_role(role, pattern);
 BEGIN
-	IF role IS NULL OR pattern IS NULL THEN
-		RAISE EXCEPTION '% must not be null', CASE WHEN role IS NULL THEN 'role' ELSE 'pattern' END
-			USING ERRCODE = '22004',
-				  HINT = 'Name the role and the exact pattern that was granted.';
-	END IF;
-	SELECT a.oid INTO r FROM pg_catalog.pg_roles a WHERE a.rolname OPERATOR(pg_catalog.=) role;
-	IF r IS NULL THEN
-		RAISE EXCEPTION 'role "%" does not exist', role
-			USING ERRCODE = '42704',
-				  HINT = 'Check the spelling (role names are case sensitive).';
-	END IF;
 	DELETE FROM idem_gate.workflow_acl a
-	 WHERE a.role OPERATOR(pg_catalog.=) r::pg_catalog.regrole
+	 WHERE a.role OPERATOR(pg_catalog.=) r
 	   AND a.pattern OPERATOR(pg_catalog.=) revoke_workflow.pattern;
 	RETURN FOUND;
 END

@@ -1,0 +1,421 @@
+/*-------------------------------------------------------------------------
+ *
+ * citus.c
+ *	  What the claim store needs to know of Citus, without linking to it:
+ *	  whether idem_gate.claims is a Citus table on this node, and fencing
+ *	  tokens that stay unique and growing across the nodes of a cluster.
+ *
+ * On a Citus node idem_gate.claims is an empty shell: its rows live in
+ * shard tables on the worker nodes.  The store then reads and writes
+ * through SQL, which Citus routes to the key's shard (executed locally
+ * when the call was delegated to the node holding it).  Whether the table
+ * is distributed is read from Citus's catalog pg_dist_partition when the
+ * store learns the table's shape, which happens again after any relcache
+ * invalidation of the table (Citus invalidates it when it distributes or
+ * undistributes it), so calls pay nothing for the check.
+ *
+ * Tokens: every node has its own idem_gate.token_seq, and a claim is
+ * granted on the node that holds its key, which changes when a shard
+ * moves.  A token on a Citus node is therefore seq * 1024 + the node's
+ * group id: unique across the cluster (each node draws from its own
+ * residue), and kept growing per key by advancing the node's sequence past
+ * the token a regrant replaces when a key arrives from a node whose
+ * sequence ran ahead.
+ *
+ * With idem_gate.citus_local_shards on (experimental, off by default),
+ * where this node holds the key's shard (always, inside a call Citus
+ * delegated here), the store's SQL names the shard table itself, with
+ * plans prepared once per shard, rather than the distributed table, which
+ * Citus plans again at every execution.  Like Citus's own writers, such a
+ * call first takes the shard's metadata lock in share mode, which a shard
+ * move takes exclusively for its final switch, and then checks that the
+ * shard is still here.  The fault run still lost acknowledged writes with
+ * it while shards moved, so it stays off until that is understood.
+ *
+ * The janitor: each node cleans the shards it holds, with its usual
+ * statements aimed at the shard tables (Citus plans neither the ctid
+ * batches nor SKIP LOCKED over a distributed table).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_namespace.h"
+#include "commands/extension.h"
+#include "commands/sequence.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/ruleutils.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "storage/lmgr.h"
+
+#include "citus.h"
+#include "store_int.h"
+
+/* Node group ids share the token's low bits with no other node. */
+#define IG_CITUS_GROUP_BITS 10
+#define IG_CITUS_MAX_GROUPS (1 << IG_CITUS_GROUP_BITS)
+
+/*
+ * The first column of a one-row or keyed Citus catalog, by a scan of
+ * pg_catalog.relname; found = false if the catalog or the row is absent.
+ */
+static Datum
+ig_citus_catalog_first(const char *relname, Oid key, bool *found)
+{
+	Oid			relid = get_relname_relid(relname, PG_CATALOG_NAMESPACE);
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData skey;
+	HeapTuple	tup;
+	Datum		result = (Datum) 0;
+
+	*found = false;
+	if (!OidIsValid(relid))
+		return result;
+	rel = table_open(relid, AccessShareLock);
+	if (OidIsValid(key))
+		ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_OIDEQ,
+					ObjectIdGetDatum(key));
+	scan = systable_beginscan(rel, InvalidOid, false, NULL,
+							  OidIsValid(key) ? 1 : 0, &skey);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+
+		result = heap_getattr(tup, 1, RelationGetDescr(rel), &isnull);
+		*found = !isnull;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
+}
+
+/*
+ * Is relid a Citus table on this node (distributed, reference or local to
+ * the coordinator: in every case the rows are in shards)?  Sets *group to
+ * this node's group id.  False where Citus is not installed.
+ */
+bool
+ig_citus_table(Oid relid, int32 *group)
+{
+	bool		found;
+	Datum		d;
+
+	*group = 0;
+	if (!OidIsValid(get_extension_oid("citus", true)))
+		return false;
+	(void) ig_citus_catalog_first("pg_dist_partition", relid, &found);
+	if (!found)
+		return false;
+	d = ig_citus_catalog_first("pg_dist_local_group", InvalidOid, &found);
+	if (found)
+		*group = DatumGetInt32(d);
+	if (*group < 0 || *group >= IG_CITUS_MAX_GROUPS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("idem_gate supports Citus node groups 0 to %d, not %d",
+						IG_CITUS_MAX_GROUPS - 1, *group),
+				 errdetail("A fencing token holds the group id of the node that granted it in its low %d bits.",
+						   IG_CITUS_GROUP_BITS),
+				 errhint("Add nodes so that their group ids stay below %d.",
+						 IG_CITUS_MAX_GROUPS)));
+	return true;
+}
+
+/*
+ * A new fencing token on this Citus node, larger than above (the token of
+ * the row it replaces, or 0): seq * 1024 + group.  If another node's
+ * sequence ran ahead of this one's for this key, this node's sequence is
+ * advanced past it first, so tokens only grow per key.
+ */
+int64
+ig_citus_next_token(int64 above)
+{
+	int64		seq = nextval_internal(ig_shape.token_seq, true);
+	int64		token;
+
+	if (seq > (PG_INT64_MAX >> IG_CITUS_GROUP_BITS) - 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+				 errmsg("idem_gate.token_seq reached the largest token a Citus node can grant")));
+	token = (seq << IG_CITUS_GROUP_BITS) | ig_shape.citus_group;
+	if (token <= above)
+	{
+		DirectFunctionCall2(setval_oid, ObjectIdGetDatum(ig_shape.token_seq),
+							Int64GetDatum(above >> IG_CITUS_GROUP_BITS));
+		seq = nextval_internal(ig_shape.token_seq, true);
+		token = (seq << IG_CITUS_GROUP_BITS) | ig_shape.citus_group;
+	}
+	Assert(token > above);
+	return token;
+}
+
+/*
+ * The shards of idem_gate.claims whose placement is on this node, each
+ * with its co-located shard of idem_gate.audit (same hash range, same
+ * node), in the caller's memory context.  SPI must be connected.  Each
+ * shard has one placement, so each claim is cleaned by exactly one node's
+ * janitor; a shard being moved is cleaned by its source until Citus
+ * switches the placement, and the logical replication of the move carries
+ * those changes to the target.
+ */
+List *
+ig_citus_local_shards(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *shards = NIL;
+
+	if (SPI_execute("SELECT 'idem_gate.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident("
+					"  'claims_' OPERATOR(pg_catalog.||) c.shardid),"
+					" 'idem_gate.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident("
+					"  'audit_' OPERATOR(pg_catalog.||) a.shardid)"
+					" FROM pg_catalog.pg_dist_shard c"
+					" JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) c.shardid"
+					" LEFT JOIN pg_catalog.pg_dist_shard a"
+					"  ON a.logicalrelid OPERATOR(pg_catalog.=) 'idem_gate.audit'::pg_catalog.regclass"
+					"  AND a.shardminvalue OPERATOR(pg_catalog.=) c.shardminvalue"
+					" WHERE c.logicalrelid OPERATOR(pg_catalog.=) 'idem_gate.claims'::pg_catalog.regclass"
+					"  AND p.groupid OPERATOR(pg_catalog.=) (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g)"
+					" ORDER BY c.shardid", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list the local shards of idem_gate.claims");
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+		IgCitusShard *s = palloc0(sizeof(IgCitusShard));
+
+		s->claims = SPI_getvalue(tup, SPI_tuptable->tupdesc, 1);
+		s->audit = SPI_getvalue(tup, SPI_tuptable->tupdesc, 2);
+		shards = lappend(shards, s);
+		MemoryContextSwitchTo(old);
+	}
+	return shards;
+}
+
+/*
+ * A janitor statement made to work on one shard: every "idem_gate.claims "
+ * and "idem_gate.audit " of its text names the shard tables instead.
+ */
+char *
+ig_citus_shard_sql(const char *sql, const IgCitusShard *shard)
+{
+	StringInfoData buf;
+	const char *p = sql;
+
+	initStringInfo(&buf);
+	while (*p != '\0')
+	{
+		if (strncmp(p, "idem_gate.claims ", 17) == 0)
+		{
+			appendStringInfo(&buf, "%s ", shard->claims);
+			p += 17;
+		}
+		else if (strncmp(p, "idem_gate.audit ", 16) == 0 && shard->audit != NULL)
+		{
+			appendStringInfo(&buf, "%s ", shard->audit);
+			p += 16;
+		}
+		else
+			appendStringInfoChar(&buf, *p++);
+	}
+	return buf.data;
+}
+
+/* idem_gate.citus_local_shards: use the local shard tables directly */
+bool		idem_citus_local_shards = false;
+
+/* Citus's advisory lock class of a shard's metadata (resource_lock.h) */
+#define IG_CITUS_SHARD_METADATA_LOCK 4
+
+/* A shard of idem_gate.claims placed on this node. */
+typedef struct IgLocalShard
+{
+	int32		min;			/* its range of key hashes */
+	int32		max;
+	int64		shardid;
+	char	   *relname;		/* idem_gate.claims_<shardid>, quoted */
+	SPIPlanPtr	plans[IG_MAX_PLANS];
+} IgLocalShard;
+
+static IgLocalShard *ig_local_shards;
+static int	ig_nlocal_shards;
+
+/*
+ * Learn which shards of idem_gate.claims this node holds, forgetting the
+ * plans of the previous list.  Called with the shape, after every relcache
+ * invalidation of the table (Citus invalidates it when a placement
+ * changes).
+ */
+void
+ig_citus_load_shards(void)
+{
+	MemoryContext old;
+	Oid			shard_rel;
+	Oid			placement_rel;
+	Oid			nsp;
+	AttrNumber	p_shardid,
+				p_group,
+				s_shardid,
+				s_min,
+				s_max;
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData skey;
+	HeapTuple	tup;
+	List	   *local = NIL;
+	ListCell   *lc;
+	int			n = 0;
+
+	for (int i = 0; i < ig_nlocal_shards; i++)
+	{
+		for (int j = 0; j < IG_MAX_PLANS; j++)
+			if (ig_local_shards[i].plans[j] != NULL)
+				SPI_freeplan(ig_local_shards[i].plans[j]);
+		pfree(ig_local_shards[i].relname);
+	}
+	if (ig_local_shards != NULL)
+		pfree(ig_local_shards);
+	ig_local_shards = NULL;
+	ig_nlocal_shards = 0;
+	if (!ig_shape.citus)
+		return;
+	shard_rel = get_relname_relid("pg_dist_shard", PG_CATALOG_NAMESPACE);
+	placement_rel = get_relname_relid("pg_dist_placement", PG_CATALOG_NAMESPACE);
+	nsp = get_namespace_oid("idem_gate", false);
+	if (!OidIsValid(shard_rel) || !OidIsValid(placement_rel))
+		return;
+
+	/*
+	 * Citus's catalogs are read like PostgreSQL's, under the catalog
+	 * snapshot, which is new after every invalidation: a placement that a
+	 * shard move changed while this call waited for the shard's lock is
+	 * seen, whatever the snapshot of the caller's statement.
+	 */
+	/* columns by name: Citus's catalogs have dropped columns */
+	p_shardid = get_attnum(placement_rel, "shardid");
+	p_group = get_attnum(placement_rel, "groupid");
+	s_shardid = get_attnum(shard_rel, "shardid");
+	s_min = get_attnum(shard_rel, "shardminvalue");
+	s_max = get_attnum(shard_rel, "shardmaxvalue");
+	if (p_shardid == InvalidAttrNumber || p_group == InvalidAttrNumber ||
+		s_shardid == InvalidAttrNumber || s_min == InvalidAttrNumber ||
+		s_max == InvalidAttrNumber)
+		return;
+
+	rel = table_open(placement_rel, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		isnull;
+		int32		group = DatumGetInt32(heap_getattr(tup, p_group, RelationGetDescr(rel), &isnull));
+
+		if (!isnull && group == ig_shape.citus_group)
+		{
+			int64	   *id = palloc(sizeof(int64));
+
+			*id = DatumGetInt64(heap_getattr(tup, p_shardid, RelationGetDescr(rel), &isnull));
+			local = lappend(local, id);
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	ig_local_shards = palloc0(sizeof(IgLocalShard) * Max(list_length(local), 1));
+	MemoryContextSwitchTo(old);
+
+	rel = table_open(shard_rel, AccessShareLock);
+	ScanKeyInit(&skey, 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ig_shape.relid));
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 1, &skey);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		TupleDesc	desc = RelationGetDescr(rel);
+		bool		minnull;
+		bool		maxnull;
+		bool		isnull;
+		int64		shardid = DatumGetInt64(heap_getattr(tup, s_shardid, desc, &isnull));
+		Datum		min = heap_getattr(tup, s_min, desc, &minnull);
+		Datum		max = heap_getattr(tup, s_max, desc, &maxnull);
+		char		name[NAMEDATALEN];
+		bool		here = false;
+
+		foreach(lc, local)
+			if (*(int64 *) lfirst(lc) == shardid)
+				here = true;
+		snprintf(name, sizeof(name), "claims_" INT64_FORMAT, shardid);
+		if (!here || minnull || maxnull || !OidIsValid(get_relname_relid(name, nsp)))
+			continue;
+		ig_local_shards[n].shardid = shardid;
+		ig_local_shards[n].min = pg_strtoint32(TextDatumGetCString(min));
+		ig_local_shards[n].max = pg_strtoint32(TextDatumGetCString(max));
+		ig_local_shards[n].relname = MemoryContextStrdup(TopMemoryContext,
+														 quote_qualified_identifier("idem_gate", name));
+		n++;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	ig_nlocal_shards = n;
+	list_free_deep(local);
+}
+
+/*
+ * The local shard holding key, locked against a move's final switch for
+ * the rest of the transaction, or -1 if the shard is on another node (the
+ * distributed table's SQL then reaches it).  Keys are placed by Citus's
+ * hash of the text, hashtext() under the column's deterministic collation.
+ */
+int
+ig_citus_key_shard(Datum key)
+{
+	int32		hash;
+
+	if (!idem_citus_local_shards || ig_nlocal_shards == 0)
+		return -1;
+	hash = DatumGetInt32(DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID, key));
+	for (int i = 0; i < ig_nlocal_shards; i++)
+	{
+		IgLocalShard *sh = &ig_local_shards[i];
+		LOCKTAG		tag;
+		int64		shardid = sh->shardid;
+
+		if (hash < sh->min || hash > sh->max)
+			continue;
+		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (shardid >> 32),
+							 (uint32) shardid, IG_CITUS_SHARD_METADATA_LOCK);
+		(void) LockAcquire(&tag, ShareLock, false, false);
+		/* a move that committed while we waited has invalidated the shape */
+		AcceptInvalidationMessages();
+		if (!ig_shape.valid)
+		{
+			ig_shape_load();
+			return ig_citus_key_shard(key);
+		}
+		return i;
+	}
+	return -1;
+}
+
+/* The plan slot of statement id on local shard i, and the shard's name. */
+SPIPlanPtr *
+ig_citus_shard_plan(int i, int id, const char **relname)
+{
+	Assert(i >= 0 && i < ig_nlocal_shards && id < IG_MAX_PLANS);
+	*relname = ig_local_shards[i].relname;
+	return &ig_local_shards[i].plans[id];
+}

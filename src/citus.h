@@ -1,0 +1,25 @@
+/*-------------------------------------------------------------------------
+ *
+ * citus.h
+ *	  idem_gate on Citus: what the janitor needs to clean the shards this
+ *	  node holds (citus.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef IDEM_GATE_CITUS_H
+#define IDEM_GATE_CITUS_H
+
+#include "nodes/pg_list.h"
+
+/* A shard of idem_gate.claims on this node, and its co-located audit shard. */
+typedef struct IgCitusShard
+{
+	char	   *claims;			/* idem_gate.claims_<shardid> */
+	char	   *audit;			/* idem_gate.audit_<shardid>, or NULL */
+} IgCitusShard;
+
+extern bool ig_store_is_citus(void);
+extern List *ig_citus_local_shards(void);
+extern char *ig_citus_shard_sql(const char *sql, const IgCitusShard *shard);
+
+#endif							/* IDEM_GATE_CITUS_H */

@@ -1,0 +1,279 @@
+/*-------------------------------------------------------------------------
+ *
+ * janitor_sql.c
+ *	  The janitor's statements, and the units of work that run them: in the
+ *	  background worker each its own transaction, in idem_gate.janitor_run()
+ *	  the caller's.
+ *
+ * Every statement is fully schema-qualified, operators included, and is
+ * prepared once per backend and catalog version as a generic plan: its
+ * parameters never change the best plan, an index range scan.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "idem_gate.h"
+#include "janitor_int.h"
+
+const char *const ig_step_states[IG_NUM_STEPS] = {
+	"completed", "failed_retryable", "completed", "processing"
+};
+
+static SPIPlanPtr ig_jplans[2][IG_NUM_JPLANS];
+
+/*
+ * One workflow's rows of a state, after the cursor ($2, $7) in
+ * (updated_at, token) order and before the cutoff $3.  Tokens are unique,
+ * so the order is total and a batch resumes exactly after the last.  The
+ * cutoff was computed from the policies as the pass read them; the last
+ * condition applies the workflow's policy as the batch's own snapshot sees
+ * it ($8: the setting's seconds), so a policy made since then is honoured:
+ * a row it keeps longer is never touched.
+ */
+#define IG_RANGE \
+	" WHERE c.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state" \
+	" AND c.workflow OPERATOR(pg_catalog.=) $1" \
+	" AND (c.updated_at, c.token) OPERATOR(pg_catalog.>) ($2, $7)" \
+	" AND c.updated_at OPERATOR(pg_catalog.<) $3" \
+	" AND c.updated_at OPERATOR(pg_catalog.<) ($5 OPERATOR(pg_catalog.-)" \
+	"  pg_catalog.make_interval(secs => COALESCE((SELECT pg_catalog.date_part('epoch', p.%s)" \
+	"   FROM idem_gate.policies p WHERE p.workflow OPERATOR(pg_catalog.=) $1), $8)))"
+#define IG_ORDER " ORDER BY c.updated_at, c.token"
+
+/*
+ * A batch's answer: the rows it touched and the last of them in
+ * (updated_at, token) order, where the next batch resumes.
+ */
+#define IG_LAST(cte) \
+	"SELECT (SELECT pg_catalog.count(*) FROM " cte "), l.updated_at, l.token" \
+	" FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT x.updated_at, x.token FROM " cte " x" \
+	"  ORDER BY x.updated_at DESC, x.token DESC LIMIT 1) l ON true"
+
+/*
+ * The deletion batches.  failed_retryable rows are locked with SKIP
+ * LOCKED: a claim retrying one holds its lock, and the janitor must not
+ * wait for it.  Completed rows are final and only a release locks them,
+ * so they are deleted without a separate lock step, which would double
+ * the WAL written per row.
+ */
+static const char *const ig_delete_sql =
+"WITH del AS ("
+" DELETE FROM idem_gate.claims d WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+"  SELECT c.ctid FROM idem_gate.claims c" IG_RANGE IG_ORDER
+"  LIMIT $4%s))"
+" AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
+" AND d.workflow OPERATOR(pg_catalog.=) $1"
+" RETURNING d.updated_at, d.token)"
+IG_LAST("del");
+
+/*
+ * Receipt clearing waits for a row another transaction holds (a release
+ * deleting it, a DBA's lock) rather than skipping it: its watermark moves
+ * past every row it walked, so a skipped receipt would never be cleared.
+ * No claim waits for it: duplicates of completed rows only read them.
+ */
+static const char *const ig_clear_sql =
+"WITH upd AS ("
+" UPDATE idem_gate.claims d SET result = NULL"
+" WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+"  SELECT c.ctid FROM idem_gate.claims c" IG_RANGE
+"  AND c.result IS NOT NULL" IG_ORDER
+"  LIMIT $4))"
+" AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
+" RETURNING d.updated_at, d.token)"
+IG_LAST("upd");
+
+/*
+ * The stuck claims of one workflow not yet alerted under their token; with
+ * $6 (stuck_action = review) they move to needs_review, and on a 1.1
+ * catalog each move is recorded in the audit trail.
+ */
+static const char *const ig_stuck_sql =
+"WITH stuck AS ("
+" SELECT c.ctid AS tid, c.updated_at AS upd, $5 OPERATOR(pg_catalog.-) c.updated_at AS age"
+" FROM idem_gate.claims c" IG_RANGE
+" AND (c.alerted_token IS NULL OR c.alerted_token OPERATOR(pg_catalog.<>) c.token)"
+IG_ORDER " LIMIT $4 FOR UPDATE OF c SKIP LOCKED),"
+" done AS ("
+" UPDATE idem_gate.claims c SET alerted_token = c.token,"
+" state = CASE WHEN $6 THEN 'needs_review'::idem_gate.state ELSE c.state END,"
+" last_error = CASE WHEN $6"
+"   THEN 'stuck in processing for ' OPERATOR(pg_catalog.||) s.age::pg_catalog.text"
+"   ELSE c.last_error END,"
+" updated_at = CASE WHEN $6 THEN GREATEST($5, c.updated_at) ELSE c.updated_at END"
+" FROM stuck s WHERE c.ctid OPERATOR(pg_catalog.=) s.tid"
+" RETURNING c.workflow, c.key, c.token, c.attempt, c.claimed_at, s.age, s.upd, c.last_error)%s"
+"SELECT workflow, key, token, attempt, claimed_at, age::pg_catalog.text, upd FROM done"
+" ORDER BY upd, token";
+
+static const char *const ig_escalate_audit_sql =
+", aud AS ("
+" INSERT INTO idem_gate.audit (at, session_role, acting_role, action, workflow,"
+"  key, state_before, state_after, token, reason)"
+" SELECT $5, SESSION_USER, CURRENT_USER, 'escalate', d.workflow, d.key,"
+"  'processing', 'needs_review', d.token, d.last_error"
+" FROM done d WHERE $6)";
+
+/*
+ * Argument types of the batch statements: workflow, cursor time, cutoff,
+ * limit, now, review, cursor token, the setting's seconds
+ */
+static Oid	ig_batch_argtypes[8] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+	INT4OID, TIMESTAMPTZOID, BOOLOID, INT8OID, FLOAT8OID};
+
+/* The SQL of plan id on a catalog of version v11 or not. */
+static char *
+ig_jplan_sql(IgJPlan id, bool v11, int *nargs, Oid **argtypes)
+{
+	static Oid	text_type[2] = {TEXTOID, INT4OID};
+	static Oid	prune_types[2] = {TIMESTAMPTZOID, INT4OID};
+	static Oid	watermark_types[2] = {TEXTOID, TIMESTAMPTZOID};
+
+	*argtypes = ig_batch_argtypes;
+	if (id < IG_JPLAN_BATCH)
+	{
+		*nargs = 1;
+		*argtypes = text_type;
+		return psprintf("SELECT c.workflow FROM idem_gate.claims c"
+						" WHERE c.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
+						" AND c.workflow OPERATOR(pg_catalog.>) $1"
+						" ORDER BY c.workflow LIMIT 1",
+						ig_step_states[id]);
+	}
+	*nargs = 8;
+	switch ((int) id)
+	{
+		case IG_JPLAN_BATCH + IG_STEP_DELETE_COMPLETED:
+			return psprintf(ig_delete_sql, "completed", "retention", "", "completed");
+		case IG_JPLAN_BATCH + IG_STEP_DELETE_FAILED:
+			return psprintf(ig_delete_sql, "failed_retryable", "failed_retention",
+							" FOR UPDATE OF c SKIP LOCKED", "failed_retryable");
+		case IG_JPLAN_BATCH + IG_STEP_CLEAR_RECEIPTS:
+			return psprintf(ig_clear_sql, "completed", "receipt_retention", "completed");
+		case IG_JPLAN_BATCH + IG_STEP_STUCK:
+			return psprintf(ig_stuck_sql, "processing", "stuck_after",
+							v11 ? ig_escalate_audit_sql : "");
+		case IG_JPLAN_POLICIES:
+			*nargs = 0;
+			return psprintf("SELECT p.workflow,"
+							" pg_catalog.date_part('epoch', p.retention),"
+							" pg_catalog.date_part('epoch', p.failed_retention),"
+							" %s, pg_catalog.date_part('epoch', p.stuck_after)"
+							" FROM idem_gate.policies p",
+							v11 ? "pg_catalog.date_part('epoch', p.receipt_retention)" : "NULL::float8");
+		case IG_JPLAN_WATERMARK:
+			*nargs = 2;
+			*argtypes = watermark_types;
+			return pstrdup("INSERT INTO idem_gate.janitor_watermarks AS w"
+						   " (workflow, receipts_cleared_until) VALUES ($1, $2)"
+						   " ON CONFLICT (workflow) DO UPDATE"
+						   " SET receipts_cleared_until = GREATEST(w.receipts_cleared_until, $2)");
+		case IG_JPLAN_PRUNE_AUDIT:
+			*nargs = 2;
+			*argtypes = prune_types;
+			return pstrdup("WITH del AS (DELETE FROM idem_gate.audit a"
+						   " WHERE a.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+						   "  SELECT b.ctid FROM idem_gate.audit b"
+						   "  WHERE b.at OPERATOR(pg_catalog.<) $1 ORDER BY b.at LIMIT $2))"
+						   " RETURNING 1) SELECT pg_catalog.count(*) FROM del");
+		default:
+			elog(ERROR, "unknown janitor statement %d", id);
+	}
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * Start a unit of work: in the worker its own transaction.  SPI is
+ * connected either way.
+ */
+void
+ig_unit_begin(IgPass *pass)
+{
+	if (pass->own_transactions)
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING, "idem_gate janitor pass");
+	}
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+/*
+ * End a unit of work: in the worker, commit and report the statistics, so
+ * that autovacuum sees the deletions.
+ */
+void
+ig_unit_end(IgPass *pass)
+{
+	SPI_finish();
+	if (pass->own_transactions)
+	{
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		pgstat_report_stat(false);
+		pgstat_report_activity(STATE_IDLE, NULL);
+		MemoryContextSwitchTo(pass->cxt);
+	}
+}
+
+/*
+ * Run plan id with values (prepared on first use, as a generic plan: the
+ * parameters never change the best plan, an index range scan).
+ */
+void
+ig_jexec(IgPass *pass, IgJPlan id, Datum *values, const char *nulls)
+{
+	SPIPlanPtr *slot = &ig_jplans[pass->v11][id];
+
+	if (pass->shard != NULL && id != IG_JPLAN_POLICIES && id != IG_JPLAN_WATERMARK)
+	{
+		/* on Citus, the statement aimed at one local shard */
+		int			nargs;
+		Oid		   *argtypes;
+		char	   *sql = ig_jplan_sql(id, pass->v11, &nargs, &argtypes);
+
+		sql = ig_citus_shard_sql(sql, pass->shard);
+		if (SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0) < 0)
+			elog(ERROR, "idem_gate janitor query failed");
+		return;
+	}
+	if (*slot == NULL)
+	{
+		int			nargs;
+		Oid		   *argtypes;
+		char	   *sql = ig_jplan_sql(id, pass->v11, &nargs, &argtypes);
+		SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes,
+											  CURSOR_OPT_GENERIC_PLAN);
+
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
+				 sql, SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "SPI_keepplan failed");
+		*slot = plan;
+	}
+	if (SPI_execute_plan(*slot, values, nulls, false, 0) < 0)
+		elog(ERROR, "idem_gate janitor query failed");
+}
+
+/* A float8 column of the last result, or -1 when NULL. */
+double
+ig_jfloat(HeapTuple tup, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, SPI_tuptable->tupdesc, col, &isnull);
+
+	return isnull ? -1 : DatumGetFloat8(d);
+}

@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# The short Citus suite (docs/citus.md): a coordinator and two workers on
+# loopback ports, idem_gate distributed over them, then
+#   - distribute()'s refusals (no Citus, a worker, bad shard counts, rows
+#     on a coordinator without workers) and its second call;
+#   - the claim state machine of sql/claim.sql through the coordinator,
+#     whose output must equal a single server's;
+#   - push-down: the calls are delegated to the key's worker (DEBUG and
+#     EXPLAIN on the coordinator) and the rows are in the workers' shards;
+#   - idem_claim_many with keys on several shards;
+#   - races: 8 clients take over the same keys through the coordinator;
+#     no token is granted twice and tokens only grow per key.
+# Uses the Citus installed for PG_CONFIG's server, or builds and caches it
+# (test/citus/ensure_citus.sh).  The long fault run: test/citus/faults.sh.
+set -euo pipefail
+# The Citus vendored here builds for PostgreSQL 15 (Citus 12.1); under the
+# test command's other majors this suite has nothing to run.
+if [ -n "${IDEM_PG_MAJOR:-}" ] && [ "$IDEM_PG_MAJOR" != 15 ]; then
+	echo "# Citus runs with PostgreSQL 15 here; nothing to do on $IDEM_PG_MAJOR"
+	echo "0 passed, 0 failed"
+	exit 0
+fi
+here=$(cd "$(dirname "$0")/../citus" && pwd)
+repo=$(cd "$here/../.." && pwd)
+export PG_CONFIG=${PG_CONFIG:-pg_config}
+export CITUS_BASE=${CITUS_BASE:-$(mktemp -d /tmp/idem_citus.XXXXXX)}
+COORD=${CITUS_PORT:-56801}
+W1=$((COORD + 1))
+W2=$((COORD + 2))
+SOLO=$((COORD + 3))				# a server without Citus
+LONE=$((COORD + 4))				# a coordinator without workers (then one: +9)
+. "$here/lib.sh"
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok - $1"; }
+not_ok() { failed=$((failed + 1)); echo "not ok - $1"; }
+# check NAME EXPECTED ACTUAL
+check() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1: expected [$2], got [$3]"; fi; }
+finish() {
+	local rc=$?
+	[ "$rc" -eq 0 ] || { failed=$((failed + 1)); echo "not ok - the suite stopped (exit $rc): see the messages above"; }
+	cluster_down "$COORD" "$W1" "$W2" "$SOLO" "$LONE" "$((COORD + 9))"
+	echo "$passed passed, $failed failed"
+}
+trap finish EXIT
+
+start=$(date +%s)
+echo "citus $("$here/ensure_citus.sh") for PostgreSQL $("$PG_CONFIG" --version | awk '{print $2}') ($(( $(date +%s) - start )) s)"
+cluster_up "$COORD" "$W1" "$W2"
+node_init "$SOLO" idem_gate; node_start "$SOLO"
+node_init "$LONE"; node_start "$LONE"
+echo "cluster up ($(( $(date +%s) - start )) s)"
+
+# try PORT SQL: "ok" or the SQLSTATE of the error
+try() {
+	local err
+	err=$(as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$1" -d postgres -Atq \
+		-v ON_ERROR_STOP=1 -v VERBOSITY=verbose -c "$2" 2>&1 >/dev/null || true)
+	err=$(echo "$err" | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\):.*/\1/p' | head -1)
+	echo "${err:-ok}"
+}
+
+# -- distribute(): refusals ---------------------------------------------
+q "$SOLO" "CREATE EXTENSION idem_gate"
+check "without Citus: 55000" 55000 "$(try "$SOLO" "SELECT idem_gate.distribute()")"
+check "shard_count 0: 22023" 22023 "$(try "$COORD" "SELECT idem_gate.distribute(0)")"
+check "shard_count NULL: 22004" 22004 "$(try "$COORD" "SELECT idem_gate.distribute(NULL)")"
+check "on a worker: 55000" 55000 "$(try "$W1" "SELECT idem_gate.distribute()")"
+q "$LONE" "CREATE EXTENSION citus" >/dev/null
+q "$LONE" "SELECT citus_set_coordinator_host('127.0.0.1', $LONE)" >/dev/null
+q "$LONE" "CREATE EXTENSION idem_gate"
+q "$LONE" "SELECT idem_claim('k1', 'wf')" >/dev/null
+check "rows on a coordinator without workers: 55000" 55000 "$(try "$LONE" "SELECT idem_gate.distribute()")"
+check "... and nothing changed" "0 1" "$(q "$LONE" "SELECT (SELECT count(*) FROM pg_dist_partition), (SELECT count(*) FROM idem_gate.claims)" | tr '|' ' ')"
+check "none of them distributed anything" 0 "$(q "$COORD" "SELECT count(*) FROM pg_dist_partition")"
+
+# the same coordinator with a worker: its rows move into the shards
+LONE_W=$((COORD + 9))
+node_init "$LONE_W"; node_start "$LONE_W"
+q "$LONE_W" "CREATE EXTENSION citus" >/dev/null
+q "$LONE" "SELECT citus_add_node('127.0.0.1', $LONE_W)" >/dev/null
+q "$LONE" "SELECT idem_claim('k2', 'wf')" >/dev/null
+q "$LONE" "SELECT idem_release('k2', 'wf', 'before distributing')" >/dev/null
+t1=$(q "$LONE" "SELECT token FROM idem_gate.claims WHERE key = 'k1'")
+q "$LONE" "SELECT idem_gate.distribute(4)" >/dev/null
+check "rows on a coordinator with a worker: moved into the shards" "1 1 0 0" \
+	"$(q "$LONE" "SELECT (SELECT count(*) FROM idem_gate.claims), (SELECT count(*) FROM idem_gate.audit), pg_relation_size('idem_gate.claims'), pg_relation_size('idem_gate.audit')" | tr '|' ' ')"
+q "$LONE" "SELECT idem_fail('k1', 'wf', NULL, 'failed before any side effect', true)" >/dev/null
+check "a moved claim is granted again with a larger token" "new t" \
+	"$(q "$LONE" "SELECT outcome, token > $t1 FROM idem_claim_ex('k1', 'wf')" | tr '|' ' ')"
+node_stop "$LONE_W" immediate
+
+# -- distribute() -------------------------------------------------------
+out=$(q "$COORD" "SELECT idem_gate.distribute(8)")
+echo "distribute: $out"
+check "claims distributed by key, audit co-located, policies a reference table" \
+	"audit|h|claims
+claims|h|claims
+policies|n|" \
+	"$(q "$COORD" "SELECT c.relname, p.partmethod, (SELECT c2.relname FROM pg_dist_partition p2 JOIN pg_class c2 ON c2.oid = p2.logicalrelid WHERE p2.colocationid = p.colocationid AND p.partmethod = 'h' ORDER BY p2.logicalrelid LIMIT 1) FROM pg_dist_partition p JOIN pg_class c ON c.oid = p.logicalrelid ORDER BY 1")"
+check "8 API functions delegated on their key, co-located with claims" 8 \
+	"$(q "$COORD" "SELECT count(*) FROM pg_dist_object o JOIN pg_dist_partition p ON p.colocationid = o.colocationid AND p.logicalrelid = 'idem_gate.claims'::regclass WHERE o.distribution_argument_index = 0")"
+check "a second call is harmless" "already distributed" "$(q "$COORD" "SELECT idem_gate.distribute()")"
+check "the workers see the claims table distributed" "t
+t" "$(q "$COORD" "SELECT result FROM run_command_on_workers(\$\$SELECT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'idem_gate.claims'::regclass)\$\$) ORDER BY nodeport")"
+
+# -- the state machine: the coordinator answers as one server does --------
+cut=$(grep -n '^-- a table the DBA changed' "$repo/sql/claim.sql" | cut -d: -f1)
+# Citus plans no parameters in SQL functions, nor a STABLE timestamptz -
+# interval of a column in an UPDATE: the test's age_claim() helper becomes
+# PL/pgSQL computing the times first, on both servers
+head -n $((cut - 2)) "$repo/sql/claim.sql" | awk '
+	/^CREATE FUNCTION age_claim/ { skip = 1 }
+	skip && /\$\$;$/ { skip = 0
+		print "CREATE FUNCTION age_claim(k text, w text, by interval) RETURNS void"
+		print "LANGUAGE plpgsql AS $$ DECLARE a timestamptz; b timestamptz; c timestamptz; d timestamptz; BEGIN"
+		print "	SELECT created_at - by, claimed_at - by, updated_at - by, completed_at - by"
+		print "	  INTO a, b, c, d FROM idem_gate.claims WHERE workflow = w AND key = k;"
+		print "	UPDATE idem_gate.claims SET created_at = a, claimed_at = b, updated_at = c,"
+		print "	       completed_at = d WHERE workflow = w AND key = k;"
+		print "END $$;"
+		next }
+	!skip' >"$CITUS_BASE/claim.sql"
+grep -q 'INTO a, b, c, d' "$CITUS_BASE/claim.sql"
+chmod 644 "$CITUS_BASE/claim.sql"
+run_claim() { as_pg "$CITUS_BIN/psql" -X -a -q -h "$CITUS_BASE" -p "$1" -d postgres -f "$CITUS_BASE/claim.sql" 2>&1 | sed 's/^psql:[^:]*:[0-9]*: //'; }
+run_claim "$SOLO" >"$CITUS_BASE/claim.solo"
+run_claim "$COORD" >"$CITUS_BASE/claim.citus"
+if diff -u "$CITUS_BASE/claim.solo" "$CITUS_BASE/claim.citus" >"$CITUS_BASE/claim.diff"; then
+	ok "sql/claim.sql through the coordinator: the output of one server ($(wc -l <"$CITUS_BASE/claim.solo") lines)"
+else
+	not_ok "sql/claim.sql through the coordinator differs from one server"
+	head -80 "$CITUS_BASE/claim.diff"
+fi
+check "the coordinator's shell of idem_gate.claims is empty" 0 "$(q "$COORD" "SELECT pg_relation_size('idem_gate.claims')")"
+total=$(q "$COORD" "SELECT count(*) FROM idem_gate.claims")
+in_shards=$(q "$COORD" "SELECT sum(result::bigint) FROM run_command_on_shards('idem_gate.claims', 'SELECT count(*) FROM %s')")
+check "every row is in a worker's shard ($total rows)" "$total" "$in_shards"
+check "both workers hold rows" "$W1 $W2" "$(q "$COORD" "SELECT string_agg(DISTINCT n.nodeport::text, ' ') FROM run_command_on_shards('idem_gate.claims', 'SELECT count(*) FROM %s') r JOIN pg_dist_placement p USING (shardid) JOIN pg_dist_node n USING (groupid) WHERE r.result::int > 0")"
+
+# key_node(key): the port of the node holding the key's shard (citus_shards
+# does not list the shards of an extension's tables)
+KEY_NODE="SET client_min_messages = error; CREATE FUNCTION pg_temp.key_node(k text) RETURNS int LANGUAGE sql AS \$\$
+	SELECT n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)
+	 WHERE p.shardid = get_shard_id_for_distribution_column('idem_gate.claims', k) \$\$;"
+qk() { as_pg "$CITUS_BIN/psql" -X -v ON_ERROR_STOP=1 -h "$CITUS_BASE" -p "$1" -d postgres -Atq -c "$KEY_NODE" -c "$2"; }
+
+# -- push-down ----------------------------------------------------------
+dbg=$(as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$COORD" -d postgres -Atq \
+	-c "SET client_min_messages = debug1" -c "SELECT idem_claim('push_1', 'wf_push')" 2>&1)
+case "$dbg" in
+*"pushing down the function call"*) ok "the coordinator pushes idem_claim down (DEBUG)";;
+*) not_ok "no push-down in: $dbg";;
+esac
+node=$(qk "$COORD" "SELECT pg_temp.key_node('push_2')")
+plan=$(q "$COORD" "EXPLAIN (COSTS OFF) SELECT * FROM idem_claim_ex('push_2', 'wf_push')")
+case "$plan" in
+*"Custom Scan (Citus Adaptive)"*"port=$node"*) ok "EXPLAIN: one task on the key's node ($node)";;
+*) not_ok "EXPLAIN did not show a task on port $node: $plan";;
+esac
+before=$(q "$COORD" "SELECT sum(result::bigint) FROM run_command_on_workers('SELECT claims_new FROM idem_gate.stats_counters()')")
+cbefore=$(q "$COORD" "SELECT claims_new FROM idem_gate.stats_counters()")
+for i in $(seq 1 20); do echo "SELECT idem_claim('push_many_$i', 'wf_push');"; done |
+	as_pg "$CITUS_BIN/psql" -X -q -h "$CITUS_BASE" -p "$COORD" -d postgres >/dev/null
+after=$(q "$COORD" "SELECT sum(result::bigint) FROM run_command_on_workers('SELECT claims_new FROM idem_gate.stats_counters()')")
+cafter=$(q "$COORD" "SELECT claims_new FROM idem_gate.stats_counters()")
+check "20 claims ran on the workers, none on the coordinator" "20 0" "$((after - before)) $((cafter - cbefore))"
+# on the node holding the key, the gate's SQL goes through the distributed
+# table, which Citus executes locally (and reports with log_local_commands);
+# with idem_gate.citus_local_shards on (experimental) it names the shard
+# table itself, with plans kept per shard, and Citus executes nothing
+kn=$(qk "$COORD" "SELECT pg_temp.key_node('push_1')")
+local_run() {
+	as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$kn" -d postgres -Atq \
+		-c "SET idem_gate.citus_local_shards = $1" \
+		-c "SET citus.log_local_commands = on" -c "SET client_min_messages = log" \
+		-c "SELECT idem_claim('$2', 'wf_push')" \
+		-c "SELECT idem_complete('$2', 'wf_push')" \
+		-c "SELECT state FROM idem_gate.claims WHERE workflow = 'wf_push' AND key = '$2'" 2>&1
+}
+loc=$(local_run off push_1)
+n=$(echo "$loc" | grep -c 'executing the command locally')
+check "on the key's node the calls run on the local shard through Citus ($n statements)" \
+	"yes completed" "$([ "$n" -gt 1 ] && echo yes || echo no) $(echo "$loc" | tail -1)"
+k2=$(qk "$COORD" "SELECT k FROM (SELECT 'push_l' || i AS k FROM generate_series(1, 100) i) s WHERE pg_temp.key_node(k) = $kn LIMIT 1")
+loc=$(local_run on "$k2")
+check "with idem_gate.citus_local_shards on, they use the shard table directly (Citus only runs the plain SELECT)" \
+	"1 completed" "$(echo "$loc" | grep -c 'executing the command locally') $(echo "$loc" | tail -1)"
+# prepared, as n8n sends it: still delegated
+dbg=$(as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$COORD" -d postgres -Atq \
+	-c "PREPARE c(text, text) AS SELECT * FROM idem_claim_ex(\$1, \$2)" \
+	-c "SET client_min_messages = debug1" -c "EXECUTE c('push_3', 'wf_push')" 2>&1)
+case "$dbg" in
+*"pushing down the function call"*) ok "a prepared idem_claim_ex with \$n parameters is pushed down";;
+*) not_ok "prepared: no push-down in: $dbg";;
+esac
+
+# -- idem_claim_many across shards ----------------------------------------
+many=$(q "$COORD" "SELECT string_agg(ord || ':' || outcome || ':' || (token IS NOT NULL), ' ' ORDER BY ord) FROM idem_claim_many(ARRAY['m1','m2','m3','m4','m5','m6','m1'], 'wf_many')")
+check "idem_claim_many through the coordinator" "1:new:true 2:new:true 3:new:true 4:new:true 5:new:true 6:new:true 7:in_flight:false" "$many"
+check "... its rows on both workers" "$W1 $W2" "$(qk "$COORD" "WITH k AS MATERIALIZED (SELECT c.key FROM idem_gate.claims c WHERE c.workflow = 'wf_many') SELECT string_agg(DISTINCT pg_temp.key_node(k.key)::text, ' ') FROM k")"
+many=$(q "$COORD" "SELECT string_agg(outcome::text, ' ' ORDER BY ord) FROM idem_claim_many(ARRAY['m6','m1','m9'], 'wf_many')")
+check "idem_claim_many again: duplicates in flight, a new key new" "in_flight in_flight new" "$many"
+check "... 7 rows with 7 tokens" "7 7" "$(q "$COORD" "SELECT count(*), count(DISTINCT token) FROM idem_gate.claims WHERE workflow = 'wf_many'" | tr '|' ' ')"
+
+# -- races through the coordinator ----------------------------------------
+# 8 clients, each 150 takeovers (a stale interval of 1 microsecond) of 5
+# keys, as statements the coordinator delegates; line i of a client's
+# output answers its i-th call, on key race_(i % 5).
+for c in $(seq 1 8); do
+	for i in $(seq 1 150); do
+		echo "SELECT * FROM idem_claim_ex('race_$((i % 5))', 'wf_race', '1 microsecond', NULL, 'client_${c}_$i');"
+	done >"$CITUS_BASE/race_$c.sql"
+done
+chmod 644 "$CITUS_BASE"/race_*.sql
+for c in $(seq 1 8); do
+	as_pg "$CITUS_BIN/psql" -X -Atq -F ' ' -h "$CITUS_BASE" -p "$COORD" -d postgres -f "$CITUS_BASE/race_$c.sql" 2>&1 |
+		awk -v c="$c" '{ print c, NR, "race_" (NR % 5), $0 }' >"$CITUS_BASE/race_$c.out" &
+done
+wait
+cat "$CITUS_BASE"/race_*.out >"$CITUS_BASE/race.all"
+grants=$(awk '$4 == "new" || $4 == "stale_taken"' "$CITUS_BASE/race.all" | wc -l)
+errors=$(grep -c ERROR "$CITUS_BASE/race.all" || true)
+check "races: 1200 calls answered without an error ($grants grants)" "1200 0" "$(wc -l <"$CITUS_BASE/race.all" | tr -d ' ') $errors"
+check "races: no token granted twice" "" "$(awk '$4 == "new" || $4 == "stale_taken" {print $5}' "$CITUS_BASE/race.all" | sort | uniq -d | head -3)"
+check "races: tokens only grow per key and client" "" "$(awk '$4 == "new" || $4 == "stale_taken" { k = $1 " " $3; if (k in last && $5 <= last[k]) print; last[k] = $5 }' "$CITUS_BASE/race.all" | head -3)"
+final=$(q "$COORD" "SELECT string_agg(key || '=' || token, ' ' ORDER BY key) FROM idem_gate.claims WHERE workflow = 'wf_race'")
+want=$(awk '$4 == "new" || $4 == "stale_taken" { if ($5 > m[$3]) m[$3] = $5 } END { for (k in m) print k "=" m[k] }' "$CITUS_BASE/race.all" | sort | tr '\n' ' ' | sed 's/ $//')
+check "races: each key holds its largest granted token" "$want" "$final"
+
+# -- the janitor: each node cleans the shards it holds --------------------
+# counters NAME: the sum over the workers, and the coordinator's
+counters() {
+	echo "$(q "$COORD" "SELECT sum(result::bigint) FROM run_command_on_workers('SELECT $1 FROM idem_gate.stats_counters()')") $(q "$COORD" "SELECT $1 FROM idem_gate.stats_counters()")"
+}
+q "$COORD" "INSERT INTO idem_gate.policies (workflow, retention, stuck_after) VALUES ('wf_jan', '1 hour', '1 hour')" >/dev/null
+for i in $(seq 1 20); do
+	echo "SELECT idem_claim('jan_$i', 'wf_jan');"
+	echo "SELECT idem_complete('jan_$i', 'wf_jan', NULL, '{}');"
+done | as_pg "$CITUS_BIN/psql" -X -q -h "$CITUS_BASE" -p "$COORD" -d postgres >/dev/null
+q "$COORD" "SELECT idem_claim('jan_stuck_1', 'wf_jan')" >/dev/null
+q "$COORD" "SELECT idem_claim('jan_stuck_2', 'wf_jan')" >/dev/null
+set -- $(counters deleted_completed); del_w=$1; del_c=$2
+set -- $(counters alerts); al_w=$1; al_c=$2
+q "$COORD" "UPDATE idem_gate.claims SET created_at = '2000-01-01', claimed_at = '2000-01-01', updated_at = '2000-01-01', completed_at = CASE WHEN state = 'completed' THEN '2000-01-01'::timestamptz END WHERE workflow = 'wf_jan'" >/dev/null
+for i in $(seq 1 30); do
+	left=$(q "$COORD" "SELECT count(*) FROM idem_gate.claims WHERE workflow = 'wf_jan' AND state = 'completed'")
+	[ "$left" = 0 ] && break
+	sleep 1
+done
+sleep 3	# more passes: nothing is deleted or alerted twice
+set -- $(counters deleted_completed)
+check "the janitors deleted the 20 expired rows, on the workers" "20 0" "$(( $1 - del_w )) $(( $2 - del_c ))"
+set -- $(counters alerts)
+check "the 2 stuck claims were alerted once each, across the cluster" "2 0" "$(( $1 - al_w )) $(( $2 - al_c ))"
+check "the stuck claims are kept" 2 "$(q "$COORD" "SELECT count(*) FROM idem_gate.claims WHERE workflow = 'wf_jan'")"
+
+# -- the views on the coordinator show the whole cluster -------------------
+check "workflow_stats on the coordinator counts every shard" "wf_jan|2|0|0|0" \
+	"$(q "$COORD" "SELECT workflow, rows_processing, rows_failed_retryable, rows_needs_review, rows_completed_estimate FROM idem_gate.workflow_stats WHERE workflow = 'wf_jan'")"
+check "stats on the coordinator counts processing rows on every shard" \
+	"$(q "$COORD" "SELECT count(*) FROM idem_gate.claims WHERE state = 'processing'")" \
+	"$(q "$COORD" "SELECT rows_processing FROM idem_gate.stats")"
