@@ -593,7 +593,10 @@ class Session:
                 return self.expect_error(wk, what, err, {'IG001'}, t0, t1)
             plan.append((i, k, 'first'))
         if err is not None:
-            self.fail(wk0, '%s: error %s; model: rows' % (what, err))
+            self.fail(wk0, '%s: error %s; model: rows (model rows of the keys: %s)' % (what, err, '; '.join(
+                '%r %s' % (k, None if self.run.model.get((wf, k)) is None else
+                           '%s fingerprint %r' % (self.run.model[(wf, k)]['state'], self.run.model[(wf, k)]['fingerprint']))
+                for k in firsts)))
         if len(rows) != len(keys):
             self.fail(wk0, '%s: %d rows for %d keys' % (what, len(rows), len(keys)))
         chosen = {}
