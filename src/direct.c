@@ -112,19 +112,21 @@ ig_untoasted(Datum d)
  * Insert the first claim of (workflow, key), as INSERT ... ON CONFLICT DO
  * NOTHING would: IG_WRITE_RETRY if a concurrent claim inserted it first.
  *
- * The executor first looks for a conflicting row, waiting for an inserter
- * still in progress, and only then inserts; the insert itself detects the
- * conflicts that pre-check missed, and removes its row again.  The caller
- * has just read the key and found nothing, so the pre-check is done only
- * when a first attempt has met a concurrent claim (precheck): it then
- * waits for that claim's transaction to end, and the caller sees its row.
+ * The primary key is checked first, as the executor does, waiting for any
+ * transaction that is inserting or deleting the key; only then is the
+ * token drawn.  A token drawn before that wait could be older than one a
+ * concurrent claim was granted while a release of the key was deleting
+ * its row, and tokens of a key must only grow.  The insert itself detects
+ * the conflicts that appear after the check, and removes its row again.
+ * precheck is kept for callers that have met a concurrent claim; the
+ * check is made in any case.
  */
 IgWrite
 ig_direct_insert(IgCall *call, const IgGrant *grant, bool precheck,
 				 TimestampTz now, IgRow *row)
 {
 	IgWriter   *w = call->inserter;
-	int64		token;
+	int64		token = 0;
 	ItemPointerData conflict_tid;
 	bool		committed = false;	/* the pre-check found a committed row */
 	bool		conflict = false;	/* the insert met a concurrent one */
@@ -148,13 +150,12 @@ ig_direct_insert(IgCall *call, const IgGrant *grant, bool precheck,
 	ExecClearTuple(w->slot);
 	memset(w->slot->tts_isnull, true,
 		   sizeof(bool) * RelationGetDescr(w->rel)->natts);
-	token = nextval_internal(ig_shape.token_seq, true);
 	ig_writer_set(w, IG_COL_WORKFLOW, call->workflow, false);
 	ig_writer_set(w, IG_COL_KEY, call->key, false);
 	ig_writer_set(w, IG_COL_STATE,
 				  ig_state_datum(ig_shape.state_type, IG_PROCESSING), false);
 	ig_writer_set(w, IG_COL_ATTEMPT, Int32GetDatum(1), false);
-	ig_writer_set(w, IG_COL_TOKEN, Int64GetDatum(token), false);
+	ig_writer_set(w, IG_COL_TOKEN, Int64GetDatum(0), false);	/* drawn below */
 	ig_writer_set(w, IG_COL_EXECUTION_ID,
 				  grant->has_exec ? ig_untoasted(grant->execution_id) : (Datum) 0,
 				  !grant->has_exec);
@@ -167,14 +168,18 @@ ig_direct_insert(IgCall *call, const IgGrant *grant, bool precheck,
 	ig_writer_set(w, IG_COL_TOKEN_ISSUED, BoolGetDatum(grant->token_issued), false);
 	ExecStoreVirtualTuple(w->slot);
 
-	if (precheck &&
-		!ig_compat_check_index_constraints(w->rri, w->slot, w->estate,
+	(void) precheck;
+	if (!ig_compat_check_index_constraints(w->rri, w->slot, w->estate,
 										   &conflict_tid, w->arbiter))
 		committed = true;
 	else
 	{
 		TransactionId xid = GetCurrentTransactionId();
-		uint32		spec_token = SpeculativeInsertionLockAcquire(xid);
+		uint32		spec_token;
+
+		token = nextval_internal(ig_shape.token_seq, true);
+		ig_writer_set(w, IG_COL_TOKEN, Int64GetDatum(token), false);
+		spec_token = SpeculativeInsertionLockAcquire(xid);
 
 		table_tuple_insert_speculative(w->rel, w->slot, w->estate->es_output_cid,
 									   0, NULL, spec_token);
