@@ -44,10 +44,17 @@ static SPIPlanPtr ig_jplans[2][IG_NUM_JPLANS];
 	" WHERE c.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state" \
 	" AND c.workflow OPERATOR(pg_catalog.=) $1" \
 	" AND (c.updated_at, c.token) OPERATOR(pg_catalog.>) ($2, $7)" \
-	" AND c.updated_at OPERATOR(pg_catalog.<) $3" \
-	" AND c.updated_at OPERATOR(pg_catalog.<) ($5 OPERATOR(pg_catalog.-)" \
-	"  pg_catalog.make_interval(secs => COALESCE((SELECT pg_catalog.date_part('epoch', p.%s)" \
-	"   FROM idem_gate.policies p WHERE p.workflow OPERATOR(pg_catalog.=) $1), $8)))"
+	" AND c.updated_at OPERATOR(pg_catalog.<) $3%s"
+
+/*
+ * The policy as the batch's snapshot sees it (column %s of policies).  On
+ * Citus a shard's statement cannot read the policies (a reference table),
+ * and the check is left out there: the pass's own reading applies.
+ */
+static const char *const ig_policy_recheck =
+" AND c.updated_at OPERATOR(pg_catalog.<) ($5 OPERATOR(pg_catalog.-)"
+"  pg_catalog.make_interval(secs => COALESCE((SELECT pg_catalog.date_part('epoch', p.%s)"
+"   FROM idem_gate.policies p WHERE p.workflow OPERATOR(pg_catalog.=) $1), $8)))";
 #define IG_ORDER " ORDER BY c.updated_at, c.token"
 
 /*
@@ -131,9 +138,19 @@ static const char *const ig_escalate_audit_sql =
 static Oid	ig_batch_argtypes[8] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 	INT4OID, TIMESTAMPTZOID, BOOLOID, INT8OID, FLOAT8OID};
 
-/* The SQL of plan id on a catalog of version v11 or not. */
+/* The policy re-check of a step's column, or nothing on a Citus shard. */
 static char *
-ig_jplan_sql(IgJPlan id, bool v11, int *nargs, Oid **argtypes)
+ig_recheck(const char *column, bool shard)
+{
+	return shard ? "" : psprintf(ig_policy_recheck, column);
+}
+
+/*
+ * The SQL of plan id on a catalog of version v11 or not, and for a Citus
+ * shard or not.
+ */
+static char *
+ig_jplan_sql(IgJPlan id, bool v11, bool shard, int *nargs, Oid **argtypes)
 {
 	static Oid	text_type[2] = {TEXTOID, INT4OID};
 	static Oid	prune_types[2] = {TIMESTAMPTZOID, INT4OID};
@@ -154,14 +171,17 @@ ig_jplan_sql(IgJPlan id, bool v11, int *nargs, Oid **argtypes)
 	switch ((int) id)
 	{
 		case IG_JPLAN_BATCH + IG_STEP_DELETE_COMPLETED:
-			return psprintf(ig_delete_sql, "completed", "retention", "", "completed");
+			return psprintf(ig_delete_sql, "completed", ig_recheck("retention", shard),
+							"", "completed");
 		case IG_JPLAN_BATCH + IG_STEP_DELETE_FAILED:
-			return psprintf(ig_delete_sql, "failed_retryable", "failed_retention",
+			return psprintf(ig_delete_sql, "failed_retryable",
+							ig_recheck("failed_retention", shard),
 							" FOR UPDATE OF c SKIP LOCKED", "failed_retryable");
 		case IG_JPLAN_BATCH + IG_STEP_CLEAR_RECEIPTS:
-			return psprintf(ig_clear_sql, "completed", "receipt_retention", "completed");
+			return psprintf(ig_clear_sql, "completed",
+							ig_recheck("receipt_retention", shard), "completed");
 		case IG_JPLAN_BATCH + IG_STEP_STUCK:
-			return psprintf(ig_stuck_sql, "processing", "stuck_after",
+			return psprintf(ig_stuck_sql, "processing", ig_recheck("stuck_after", shard),
 							v11 ? ig_escalate_audit_sql : "");
 		case IG_JPLAN_POLICIES:
 			*nargs = 0;
@@ -242,7 +262,7 @@ ig_jexec(IgPass *pass, IgJPlan id, Datum *values, const char *nulls)
 		/* on Citus, the statement aimed at one local shard */
 		int			nargs;
 		Oid		   *argtypes;
-		char	   *sql = ig_jplan_sql(id, pass->v11, &nargs, &argtypes);
+		char	   *sql = ig_jplan_sql(id, pass->v11, true, &nargs, &argtypes);
 
 		sql = ig_citus_shard_sql(sql, pass->shard);
 		if (SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0) < 0)
@@ -253,7 +273,7 @@ ig_jexec(IgPass *pass, IgJPlan id, Datum *values, const char *nulls)
 	{
 		int			nargs;
 		Oid		   *argtypes;
-		char	   *sql = ig_jplan_sql(id, pass->v11, &nargs, &argtypes);
+		char	   *sql = ig_jplan_sql(id, pass->v11, false, &nargs, &argtypes);
 		SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes,
 											  CURSOR_OPT_GENERIC_PLAN);
 
