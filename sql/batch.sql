@@ -47,6 +47,11 @@ SELECT count(*) AS b9_kept FROM idem_gate.claims WHERE key = 'b9';
 -- a repeated key with another fingerprint than the key now has
 SELECT b_try($$SELECT * FROM idem_claim_many(ARRAY['b10', 'b10'], 'bwf', NULL, ARRAY['fp-a', 'fp-b'])$$);
 SELECT ord, outcome FROM idem_claim_many(ARRAY['b10', 'b10'], 'bwf', NULL, ARRAY['fp-a', 'fp-a']);
+-- the owning run coming back writes nothing, so a repeat is checked
+-- against the fingerprint the key has (none here), not the one it gave
+SELECT outcome FROM idem_claim_ex('b14', 'bwf', NULL, NULL, 'run-14');
+SELECT ord, outcome FROM idem_claim_many(ARRAY['b14', 'b14'], 'bwf', NULL, ARRAY['fp-a', 'fp-b'], 'run-14');
+SELECT fingerprint FROM idem_status('b14', 'bwf');
 -- an empty array returns no rows
 SELECT count(*) FROM idem_claim_many('{}', 'bwf');
 -- bad input: each an error naming the element, nothing changed

@@ -46,6 +46,7 @@ typedef struct IgClaimResult
 	IgOutcome	outcome;
 	IgRow		row;
 	bool		granted;		/* the caller owns the token */
+	bool		wrote;			/* the claim wrote the row (not a re-entry) */
 } IgClaimResult;
 
 /*
@@ -131,6 +132,7 @@ ig_claim_key(IgCall *call, const IgClaimArgs *a, IgClaimResult *res)
 	bool		raced = false;	/* a first insert met a concurrent claim */
 
 	res->granted = false;
+	res->wrote = false;
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -147,6 +149,7 @@ ig_claim_key(IgCall *call, const IgClaimArgs *a, IgClaimResult *res)
 			}
 			res->outcome = IG_OUTCOME_NEW;
 			res->granted = true;
+			res->wrote = true;
 			return;
 		}
 
@@ -168,6 +171,7 @@ ig_claim_key(IgCall *call, const IgClaimArgs *a, IgClaimResult *res)
 					continue;
 				res->outcome = IG_OUTCOME_NEW;
 				res->granted = true;
+				res->wrote = true;
 				return;
 			default:
 				break;
@@ -188,6 +192,7 @@ ig_claim_key(IgCall *call, const IgClaimArgs *a, IgClaimResult *res)
 				continue;
 			res->outcome = IG_OUTCOME_STALE_TAKEN;
 			res->granted = true;
+			res->wrote = true;
 			return;
 		}
 		res->outcome = IG_OUTCOME_IN_FLIGHT;
@@ -439,9 +444,12 @@ idem_claim_many(PG_FUNCTION_ARGS)
 		else
 		{
 			ig_claim_key(&call, &a, res);
-			/* the key's fingerprint now: as read, or as this claim stored */
+			/*
+			 * The key's fingerprint now: as read, or as this claim stored
+			 * (a re-entry of the owning run writes nothing)
+			 */
 			stored_fp = res->row.fingerprint;
-			if (stored_fp == NULL && res->granted && a.grant.has_fp)
+			if (stored_fp == NULL && res->wrote && a.grant.has_fp)
 				stored_fp = a.fingerprint_str;
 		}
 		idem_stats_count_outcome(res->outcome);
