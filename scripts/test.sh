@@ -274,6 +274,26 @@ for major in $MAJORS; do
 	fi
 done
 
+# The Debian package of the host's major: built, linted, installed into a
+# clean root with apt-get, tested with the regression suite against the
+# installed files, purged (test/packaging/deb.sh; 17 and 18 on demand)
+if [ "$quick" = 0 ] && [[ " $MAJORS " == *" 15 "* ]]; then
+	major=15
+	echo "== 15 Debian package"
+	"$REPO/test/packaging/deb.sh" 15 >"$LOGS/15-deb.log" 2>&1
+	rc=$?
+	tail -30 "$LOGS/15-deb.log" | sed 's/^/  /'
+	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$LOGS/15-deb.log" | tail -1)
+	if [ -z "$last" ]; then
+		record "Debian package" 0 1
+	else
+		p=$(echo "$last" | awk '{print $1}')
+		f=$(echo "$last" | awk '{print $3}')
+		[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+		record "Debian package" "$p" "$f"
+	fi
+fi
+
 echo
 echo "== summary (logs in $LOGS; time per major: ${times[*]})"
 printf '  %s\n' "${summary[@]}"
