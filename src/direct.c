@@ -112,14 +112,14 @@ ig_untoasted(Datum d)
  * Insert the first claim of (workflow, key), as INSERT ... ON CONFLICT DO
  * NOTHING would: IG_WRITE_RETRY if a concurrent claim inserted it first.
  *
- * The primary key is checked first, as the executor does, waiting for any
- * transaction that is inserting or deleting the key; only then is the
- * token drawn.  A token drawn before that wait could be older than one a
- * concurrent claim was granted while a release of the key was deleting
- * its row, and tokens of a key must only grow.  The insert itself detects
- * the conflicts that appear after the check, and removes its row again.
- * precheck is kept for callers that have met a concurrent claim; the
- * check is made in any case.
+ * The caller has just read the key and found nothing, so a first attempt
+ * inserts at once: the speculative insertion meets any row of the key that
+ * is live or being written, never waits, and removes its row again.  After
+ * such a conflict (precheck) the primary key is checked first, as the
+ * executor does, waiting for the transaction that is inserting or deleting
+ * the key, and only then is the token drawn: a token drawn before that wait
+ * could be older than one a concurrent takeover was granted while a release
+ * of the key was deleting its row, and tokens of a key must only grow.
  */
 IgWrite
 ig_direct_insert(IgCall *call, const IgGrant *grant, bool precheck,
@@ -168,8 +168,8 @@ ig_direct_insert(IgCall *call, const IgGrant *grant, bool precheck,
 	ig_writer_set(w, IG_COL_TOKEN_ISSUED, BoolGetDatum(grant->token_issued), false);
 	ExecStoreVirtualTuple(w->slot);
 
-	(void) precheck;
-	if (!ig_compat_check_index_constraints(w->rri, w->slot, w->estate,
+	if (precheck &&
+		!ig_compat_check_index_constraints(w->rri, w->slot, w->estate,
 										   &conflict_tid, w->arbiter))
 		committed = true;
 	else
