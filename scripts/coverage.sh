@@ -14,7 +14,7 @@
 # --layers is a comma-separated list, run in order (default quick,tap):
 #   quick  scripts/quick.sh: pg_regress, isolation, pgTAP
 #   tap    the Perl TAP tests (test/t/: standby, worker)
-#   full   scripts/test.sh: every suite (set IDEM_SHARED if a suite needs it)
+#   full   scripts/test.sh: every suite
 # --html DIR also writes lcov's HTML report to DIR.
 # Needs lcov (installed with apt-get when missing).
 set -euo pipefail
