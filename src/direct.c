@@ -203,15 +203,7 @@ ig_direct_insert(IgCall *call, const IgGrant *grant, bool precheck,
 	if (conflict)
 		return IG_WRITE_RETRY;
 
-	memset(row, 0, sizeof(*row));
-	row->found = true;
-	row->state = IG_PROCESSING;
-	row->token = token;
-	row->attempt = 1;
-	row->claimed_at = now;
-	row->updated_at = now;
-	row->token_issued = grant->token_issued;
-	row->result_isnull = true;
+	ig_row_new(row, token, now, grant);
 	return IG_WRITE_DONE;
 }
 

@@ -491,6 +491,24 @@ ig_store_probe(IgCall *call, IgRow *row, bool keep_tuple)
 }
 
 /*
+ * The row a first claim wrote, as either path wrote it: processing,
+ * attempt 1, the token drawn, claimed and updated now.
+ */
+void
+ig_row_new(IgRow *row, int64 token, TimestampTz now, const IgGrant *grant)
+{
+	memset(row, 0, sizeof(*row));
+	row->found = true;
+	row->state = IG_PROCESSING;
+	row->token = token;
+	row->attempt = 1;
+	row->claimed_at = now;
+	row->updated_at = now;
+	row->token_issued = grant->token_issued;
+	row->result_isnull = true;
+}
+
+/*
  * A write's result: when the row changed first, the next read of the call
  * takes a new snapshot, to see what changed it.
  */

@@ -62,6 +62,8 @@ extern IgShape ig_shape;
 extern void ig_shape_load(void);
 extern Relation ig_store_rel(IgCall *call);
 extern bool ig_store_direct(IgCall *call, AclMode mode);
+extern void ig_row_new(IgRow *row, int64 token, TimestampTz now,
+					   const IgGrant *grant);
 
 /* direct.c */
 extern IgWrite ig_direct_insert(IgCall *call, const IgGrant *grant,

@@ -315,15 +315,7 @@ ig_sql_insert(IgCall *call, const IgGrant *grant, TimestampTz now, IgRow *row)
 	if (ig_exec(call, IG_PLAN_INSERT, values, nulls) == 0)
 		return IG_WRITE_RETRY;
 
-	memset(row, 0, sizeof(*row));
-	row->found = true;
-	row->state = IG_PROCESSING;
-	row->token = DatumGetInt64(ig_returned(1));
-	row->attempt = 1;
-	row->claimed_at = now;
-	row->updated_at = now;
-	row->token_issued = grant->token_issued;
-	row->result_isnull = true;
+	ig_row_new(row, DatumGetInt64(ig_returned(1)), now, grant);
 	return IG_WRITE_DONE;
 }
 
