@@ -9,6 +9,19 @@ ALTER TABLE idem_gate.claims
 COMMENT ON COLUMN idem_gate.claims.token_issued IS 'the grant handed the token to its owner (idem_claim_ex, idem_claim_many): completing, failing or heartbeating this claim then requires the token';
 
 /*
+ * Keys and workflow names are identifiers, compared byte for byte: their
+ * indexes no longer depend on the operating system's collation library
+ * (a glibc upgrade that reorders text silently breaks unique lookups in
+ * text indexes), and each comparison is a memcmp instead of strcoll.
+ * The 1.0 state index goes first, so that only the primary key is rebuilt
+ * here.
+ */
+DROP INDEX idem_gate.claims_state_updated_at;
+ALTER TABLE idem_gate.claims
+	ALTER COLUMN workflow TYPE pg_catalog.text COLLATE pg_catalog."C",
+	ALTER COLUMN key TYPE pg_catalog.text COLLATE pg_catalog."C";
+
+/*
  * The janitor works per workflow: each workflow's expired rows and stuck
  * claims are one range of this index, so a short policy on one workflow
  * costs what expires there, not a walk over every other workflow's rows.
@@ -18,7 +31,6 @@ COMMENT ON COLUMN idem_gate.claims.token_issued IS 'the grant handed the token t
  */
 CREATE INDEX claims_state_workflow_updated_at
 	ON idem_gate.claims (state, workflow, updated_at, token);
-DROP INDEX idem_gate.claims_state_updated_at;
 
 /* pg_dump keeps the claims and the token sequence's position. */
 SELECT pg_catalog.pg_extension_config_dump('idem_gate.claims', '');

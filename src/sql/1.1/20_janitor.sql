@@ -42,8 +42,8 @@ CREATE TABLE idem_gate.audit (
 	session_role	name NOT NULL,
 	acting_role		name NOT NULL,
 	action			text NOT NULL,
-	workflow		text NOT NULL,
-	key				text NOT NULL,
+	workflow		text COLLATE pg_catalog."C" NOT NULL,	/* as in claims */
+	key				text COLLATE pg_catalog."C" NOT NULL,
 	state_before	idem_gate.state,
 	state_after		idem_gate.state,
 	token			bigint,
