@@ -363,6 +363,7 @@ idem_claim_many(PG_FUNCTION_ARGS)
 	IgClaimResult *results;
 	ErrorContextCallback errcb;
 	const char *stored_fp = NULL;
+	uint64		counts[IG_NUM_OUTCOMES] = {0};
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -452,10 +453,14 @@ idem_claim_many(PG_FUNCTION_ARGS)
 			if (stored_fp == NULL && res->wrote && a.grant.has_fp)
 				stored_fp = a.fingerprint_str;
 		}
-		idem_stats_count_outcome(res->outcome);
+		counts[res->outcome]++;
 	}
 	error_context_stack = errcb.previous;
 	ig_call_end(&call);
+
+	/* one shared-memory add per outcome, not per key */
+	for (int o = 0; o < IG_NUM_OUTCOMES; o++)
+		idem_stats_add((IgStat) o, counts[o]);
 
 	for (int i = 0; i < n; i++)
 	{
