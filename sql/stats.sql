@@ -46,6 +46,13 @@ SELECT idem_claim('s5', 'wf');
 ROLLBACK;
 SELECT claims_new FROM idem_gate.stats;
 
+-- a batch counts each key's outcome; a batch that fails answered nothing
+-- and counts nothing (b0 is claimed first, then b1's fingerprint differs)
+SELECT idem_gate.stats_reset();
+SELECT count(*) FROM idem_claim_many(ARRAY['b1', 'b2', 'b1'], 'wf', NULL, ARRAY['x', 'x', 'x']);
+SELECT count(*) FROM idem_claim_many(ARRAY['b0', 'b1'], 'wf', NULL, ARRAY['y', 'y']);
+SELECT claims_new, claims_in_flight, fingerprint_mismatches FROM idem_gate.stats;
+
 SELECT idem_gate.stats_reset();
 SELECT claims_new + claims_in_flight + completions + janitor_passes AS all_zero,
 	last_pass_at IS NULL AS no_pass FROM idem_gate.stats;
