@@ -102,13 +102,6 @@ ig_store_define_settings(void)
 							 true,
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
-	DefineCustomBoolVariable("idem_gate.citus_local_shards",
-							 "On Citus, run the gate's SQL on the local shard table of the key, with plans kept per shard (experimental).",
-							 "Faster, but the Citus fault run (test/citus/faults.sh) lost acknowledged writes with it while shards moved; off routes every statement through the distributed table.",
-							 &idem_citus_local_shards,
-							 false,
-							 PGC_SUSET, 0,
-							 NULL, NULL, NULL);
 }
 
 /* The shape was decided for this relation; the relcache changed since. */
@@ -269,7 +262,6 @@ ig_shape_load(void)
 	ig_shape_decide(rel, state_type);
 	table_close(rel, AccessShareLock);
 	ig_shape.citus = ig_citus_table(relid, &ig_shape.citus_group);
-	ig_citus_load_shards();
 
 	if (relid != old_relid || had_token_issued != ig_shape.has_token_issued ||
 		had_citus != ig_shape.citus)

@@ -72,16 +72,9 @@ extern void ig_direct_close(IgCall *call);
 extern IgWrite ig_direct_finish(IgCall *call, IgRow *row, IgState new_state,
 								Datum value, bool isnull, TimestampTz stamp);
 
-/* The most prepared statements store_sql.c keeps per table or shard. */
-#define IG_MAX_PLANS 16
-
 /* citus.c */
-extern bool idem_citus_local_shards;
 extern bool ig_citus_table(Oid relid, int32 *group);
 extern int64 ig_citus_next_token(int64 above);
-extern void ig_citus_load_shards(void);
-extern int	ig_citus_key_shard(Datum key);
-extern SPIPlanPtr *ig_citus_shard_plan(int i, int id, const char **relname);
 
 /* store_sql.c */
 extern void ig_sql_forget_plans(void);

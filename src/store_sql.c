@@ -27,7 +27,6 @@
 #include "utils/timestamp.h"
 
 #include "idem_gate.h"
-#include "citus.h"
 #include "store_int.h"
 
 typedef enum IgPlanId
@@ -147,8 +146,6 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 
 static SPIPlanPtr ig_plans[IG_NUM_PLANS];
 
-StaticAssertDecl(IG_NUM_PLANS <= IG_MAX_PLANS, "too many plans for a shard");
-
 static char *ig_plan_text_local(IgPlanId id, bool has);
 
 /*
@@ -235,7 +232,6 @@ ig_exec(IgCall *call, IgPlanId id, Datum *values, const bool *isnull)
 	int			nargs = ig_plan_args(id, argtypes);
 	int			rc;
 	SPIPlanPtr *slot = &ig_plans[id];
-	const char *shard = NULL;
 
 	if (!call->spi_connected)
 	{
@@ -244,26 +240,10 @@ ig_exec(IgCall *call, IgPlanId id, Datum *values, const bool *isnull)
 		call->spi_connected = true;
 	}
 
-	/* on Citus, where this node holds the key's shard: the shard itself */
-	if (ig_shape.citus)
-	{
-		int			i = ig_citus_key_shard(call->key);
-
-		if (i >= 0)
-			slot = ig_citus_shard_plan(i, id, &shard);
-	}
-
 	if (*slot == NULL)
 	{
 		char	   *sql = ig_plan_text(id);
 		SPIPlanPtr	plan;
-
-		if (shard != NULL)
-		{
-			IgCitusShard sh = {(char *) shard, NULL};
-
-			sql = ig_citus_shard_sql(sql, &sh);
-		}
 
 		plan = SPI_prepare_cursor(sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
 		if (plan == NULL)

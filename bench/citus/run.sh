@@ -7,7 +7,6 @@
 # and the CPU each node spent per call, from which the model of
 # docs/citus.md estimates the throughput of N worker nodes.
 #   BENCH_SECONDS (20) per run, BENCH_CLIENTS (8), BENCH_PORT (56811),
-#   BENCH_LOCAL_SHARDS=1: with idem_gate.citus_local_shards on
 #   PG_CONFIG: a PostgreSQL with idem_gate and Citus installed (see
 #   test/citus/ensure_citus.sh)
 # Every server is private, on loopback, run as user postgres.
@@ -27,13 +26,6 @@ trap 'cluster_down "$COORD" "$W1" "$W2" "$SOLO"' EXIT
 "$here/../../test/citus/ensure_citus.sh" >/dev/null
 cluster_up "$COORD" "$W1" "$W2"
 q "$COORD" "SELECT idem_gate.distribute()" >/dev/null
-if [ "${BENCH_LOCAL_SHARDS:-0}" = 1 ]; then
-	for p in "$COORD" "$W1" "$W2"; do
-		q "$p" "ALTER SYSTEM SET idem_gate.citus_local_shards = on" >/dev/null
-		q "$p" "SELECT pg_reload_conf()" >/dev/null
-	done
-	echo "idem_gate.citus_local_shards = on (experimental)"
-fi
 node_init "$SOLO" idem_gate; node_start "$SOLO"
 q "$SOLO" "CREATE EXTENSION idem_gate"
 cp "$here"/*.pgb "$CITUS_BASE/"

@@ -4,7 +4,6 @@
 # a shard moves, a worker is drained and the cluster rebalanced, a worker
 # is killed with kill -9 and restarted, and the coordinator restarts; then
 # the invariants (test/citus/faults.py).  About 2 minutes.
-#   FAULT_LOCAL_SHARDS=1 runs it with idem_gate.citus_local_shards on.
 #   FAULT_CLIENTS (8), FAULT_KEYS (200, a window sliding by 20 keys a second), FAULT_PHASE (15 s), FAULT_SEED
 #   PG_CONFIG: a PostgreSQL with idem_gate installed (Citus is built if
 #   missing, see ensure_citus.sh); FAULT_PORT (56821) and the next two.
@@ -23,13 +22,5 @@ trap 'cluster_down "$COORD" "$W1" "$W2"' EXIT
 "$here/ensure_citus.sh" >/dev/null
 cluster_up "$COORD" "$W1" "$W2"
 q "$COORD" "SELECT idem_gate.distribute()" >/dev/null
-if [ "${FAULT_LOCAL_SHARDS:-0}" = 1 ]; then
-	# the experimental path on the local shard tables (docs/citus.md)
-	for p in "$COORD" "$W1" "$W2"; do
-		q "$p" "ALTER SYSTEM SET idem_gate.citus_local_shards = on" >/dev/null
-		q "$p" "SELECT pg_reload_conf()" >/dev/null
-	done
-	echo "idem_gate.citus_local_shards = on"
-fi
 export CITUS_BIN CITUS_PORTS="$COORD $W1 $W2"
 /usr/bin/python3 "$here/faults.py"

@@ -176,26 +176,19 @@ after=$(q "$COORD" "SELECT sum(result::bigint) FROM run_command_on_workers('SELE
 cafter=$(q "$COORD" "SELECT claims_new FROM idem_gate.stats_counters()")
 check "20 claims ran on the workers, none on the coordinator" "20 0" "$((after - before)) $((cafter - cbefore))"
 # on the node holding the key, the gate's SQL goes through the distributed
-# table, which Citus executes locally (and reports with log_local_commands);
-# with idem_gate.citus_local_shards on (experimental) it names the shard
-# table itself, with plans kept per shard, and Citus executes nothing
+# table, which Citus executes locally (and reports with log_local_commands)
 kn=$(qk "$COORD" "SELECT pg_temp.key_node('push_1')")
 local_run() {
 	as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$kn" -d postgres -Atq \
-		-c "SET idem_gate.citus_local_shards = $1" \
 		-c "SET citus.log_local_commands = on" -c "SET client_min_messages = log" \
-		-c "SELECT idem_claim('$2', 'wf_push')" \
-		-c "SELECT idem_complete('$2', 'wf_push')" \
-		-c "SELECT state FROM idem_gate.claims WHERE workflow = 'wf_push' AND key = '$2'" 2>&1
+		-c "SELECT idem_claim('$1', 'wf_push')" \
+		-c "SELECT idem_complete('$1', 'wf_push')" \
+		-c "SELECT state FROM idem_gate.claims WHERE workflow = 'wf_push' AND key = '$1'" 2>&1
 }
-loc=$(local_run off push_1)
+loc=$(local_run push_1)
 n=$(echo "$loc" | grep -c 'executing the command locally')
 check "on the key's node the calls run on the local shard through Citus ($n statements)" \
 	"yes completed" "$([ "$n" -gt 1 ] && echo yes || echo no) $(echo "$loc" | tail -1)"
-k2=$(qk "$COORD" "SELECT k FROM (SELECT 'push_l' || i AS k FROM generate_series(1, 100) i) s WHERE pg_temp.key_node(k) = $kn LIMIT 1")
-loc=$(local_run on "$k2")
-check "with idem_gate.citus_local_shards on, they use the shard table directly (Citus only runs the plain SELECT)" \
-	"1 completed" "$(echo "$loc" | grep -c 'executing the command locally') $(echo "$loc" | tail -1)"
 # prepared, as n8n sends it: still delegated
 dbg=$(as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$COORD" -d postgres -Atq \
 	-c "PREPARE c(text, text) AS SELECT * FROM idem_claim_ex(\$1, \$2)" \
