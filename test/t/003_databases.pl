@@ -102,9 +102,18 @@ for my $db (qw(db1 db2 db3))
 	$node->safe_psql($db, 'CREATE EXTENSION idem_gate');
 }
 $node->safe_psql('postgres', 'CREATE DATABASE plain');
-$node->safe_psql('postgres', 'CREATE DATABASE closed');
-$node->safe_psql('closed', 'CREATE EXTENSION idem_gate');
-$node->safe_psql('postgres', 'ALTER DATABASE closed ALLOW_CONNECTIONS false');
+
+# a database that does not allow connections and a template, each with the
+# extension and an expired claim, copied from a database that keeps its
+# claim longer: neither ever allows a janitor in while the launcher can
+# see it (a database closed after the launcher's last scan would get one
+# failed connection)
+$node->safe_psql('postgres', 'CREATE DATABASE gate_src');
+$node->safe_psql('gate_src', 'CREATE EXTENSION idem_gate');
+$node->safe_psql('postgres', "ALTER DATABASE gate_src SET idem_gate.retention = '60d'");
+old_claim($node, 'gate_src', 'copied');
+$node->safe_psql('postgres', 'CREATE DATABASE closed TEMPLATE gate_src ALLOW_CONNECTIONS false');
+$node->safe_psql('postgres', 'CREATE DATABASE tmpl TEMPLATE gate_src IS_TEMPLATE true');
 my $closed_offset = -s $node->logfile;
 
 # several databases served at once
@@ -113,7 +122,12 @@ ok(gone($node, $_, "old_$_"), "the janitor serves $_") for qw(db1 db2 db3);
 sleep 2;
 unlike(slurp_file($node->logfile, $closed_offset), qr/FATAL/,
 	'a database that does not allow connections is left alone (no janitor fails to connect)');
+is(count_rows($node, 'tmpl', "key = 'copied'"), '1',
+	'a template database is left alone (its expired claim stays)');
+$node->safe_psql('postgres', 'ALTER DATABASE tmpl IS_TEMPLATE false');
+$node->safe_psql('postgres', 'DROP DATABASE tmpl');
 $node->safe_psql('postgres', 'DROP DATABASE closed');
+$node->safe_psql('postgres', 'DROP DATABASE gate_src');
 
 # at most max_janitors at once: a client in each of three databases holds
 # a lock on an expired row, so each pass waits in its first batch
