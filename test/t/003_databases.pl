@@ -234,6 +234,33 @@ ok($node->wait_for_log(qr/\[$dropx_janitor\] LOG:  idem_gate janitor: extension 
 unlike(slurp_file($node->logfile, $log_offset), qr/\[$dropx_janitor\] ERROR/, 'without an error');
 $node->safe_psql('postgres', 'DROP DATABASE dropx');
 
+# pg_database is read every naptime and at a reload, not at every wake:
+# with naptime = 1h and a pass waiting for a lock (the launcher then wakes
+# every 250 ms to watch it), a database created after the last scan waits
+# for the next reload
+set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'");
+wait_setting($node, 'idem_gate.naptime', '1h');
+$node->safe_psql('postgres', 'CREATE DATABASE nap_a');
+$node->safe_psql('nap_a', 'CREATE EXTENSION idem_gate');
+old_claim($node, 'nap_a', 'locked');
+$holder = $node->background_psql('nap_a');
+$holder->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = 'locked' FOR UPDATE;");
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+ok(waiting_janitor($node, 'nap_a', 0), 'after a reload, a pass in the new database nap_a waits for a lock');
+$node->safe_psql('postgres', 'CREATE DATABASE nap_b');
+$node->safe_psql('nap_b', 'CREATE EXTENSION idem_gate');
+old_claim($node, 'nap_b', 'unseen');
+sleep 2;
+is(count_rows($node, 'nap_b', "key = 'unseen'"), '1',
+	'a database created after the scan is not served before the next one');
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+ok(gone($node, 'nap_b', 'unseen'), 'it is at the next reload');
+$holder->query_safe('COMMIT');
+$holder->quit;
+set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
+ok(gone($node, 'nap_a', 'locked'), 'and the waiting pass finishes');
+$node->safe_psql('postgres', "DROP DATABASE $_") for qw(nap_a nap_b);
+
 # SIGHUP: a list of databases takes effect without a restart
 set_and_reload($node, "ALTER SYSTEM SET idem_gate.database = 'db1'");
 wait_setting($node, 'idem_gate.database', 'db1');
