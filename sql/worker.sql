@@ -35,6 +35,10 @@ BEGIN
 	RAISE EXCEPTION 'no server log found next to the data directory';
 END $$;
 
+-- the settings: defaults, bounds, units, who may change them
+SELECT name, boot_val, min_val, max_val, unit, context
+  FROM pg_settings WHERE name LIKE 'idem_gate.%' ORDER BY name;
+
 -- with a naptime of 1 s, the next background pass comes at once
 SELECT janitor_passes AS passes FROM idem_gate.stats \gset
 ALTER SYSTEM SET idem_gate.naptime = 1;
