@@ -3,7 +3,8 @@
 # extension later served within one naptime, a plain DROP DATABASE of a
 # served database (idle, and in the middle of a pass), the database list on
 # SIGHUP, SIGTERM and kill -9 during passes, a standby and its promotion,
-# a list naming a missing database, and the bounds of max_janitors.
+# a list naming a missing database, the bounds of max_janitors, templates,
+# the time between scans, and a janitor that finds no worker slot.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -407,5 +408,30 @@ isnt($ret, 0, 'a malformed database list is refused');
 ($ret, $out, $err) = $lonely->psql('postgres', q{ALTER SYSTEM SET idem_gate.database = 'a', '"Mixed Case"'});
 is($ret, 0, 'a list with a quoted name is accepted');
 $lonely->stop;
+
+# no worker slot for a janitor (max_worker_processes = 2: the logical
+# replication launcher's and idem_gate's):
+# the launcher warns at its first failed start, once, and tries again
+# every 10 s without warning again
+my $crowded = PostgreSQL::Test::Cluster->new('crowded');
+$crowded->init;
+$crowded->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'idem_gate'
+max_worker_processes = 2
+idem_gate.naptime = 1
+});
+$crowded->start;
+ok($crowded->wait_for_log(qr/WARNING:  idem_gate: could not start a janitor/),
+	'a janitor that cannot start is reported');
+my $clog = slurp_file($crowded->logfile);
+my ($ready) = $clog =~ /^(\S+ \S+) \S+ \[\d+\] LOG:  database system is ready to accept connections/m;
+my ($warned) = $clog =~ /^(\S+ \S+) \S+ \[\d+\] WARNING:  idem_gate: could not start a janitor/m;
+my $seconds = $crowded->safe_psql('postgres',
+	"SELECT extract(epoch FROM '$warned'::timestamp - '$ready'::timestamp)");
+cmp_ok($seconds, '<', 8, 'at the first failed start, not at a retry 10 s later');
+sleep 11;
+$clog = slurp_file($crowded->logfile);
+is(scalar(() = $clog =~ /could not start a janitor/g), 1, 'and only once');
+$crowded->stop;
 
 done_testing();
