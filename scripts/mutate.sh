@@ -23,10 +23,14 @@
 #   --seed N       mutant selection seed (default: random; always printed)
 #   --count N      compiling mutants to run (default 30)
 #   --layer CMD    what to run: "quick" (default, scripts/quick.sh), "tap"
-#                  (the Perl TAP tests), or any shell command, run in the
+#                  (the Perl TAP tests, test/t/*.pl), "full" (quick, then
+#                  the Perl TAP tests: every layer that runs on PG_CONFIG's
+#                  installation alone, on private sockets, without the
+#                  system server or network tools), or any shell command, run in the
 #                  copy's root with PG_CONFIG exported and its bindir first
 #                  on PATH; it must exit non-zero when a test fails
-#   --timeout S    seconds before a layer run counts as killed (default 300)
+#   --timeout S    seconds before a layer run counts as killed (default 300,
+#                  1200 for tap and full)
 #   --files GLOB   files to mutate (default src/*.c)
 #   --replay FILE  run exactly the mutants listed in FILE (one JSON object a
 #                  line, as written to the survivors file) instead of
@@ -47,7 +51,7 @@ ap = argparse.ArgumentParser(prog="mutate.sh")
 ap.add_argument("--seed", type=int)
 ap.add_argument("--count", type=int, default=30)
 ap.add_argument("--layer", default="quick")
-ap.add_argument("--timeout", type=int, default=300)
+ap.add_argument("--timeout", type=int)
 ap.add_argument("--files", default="src/*.c")
 ap.add_argument("--replay")
 ap.add_argument("--list", action="store_true")
@@ -262,10 +266,14 @@ def main():
     env = dict(os.environ, PG_CONFIG=pg_config, PATH=bindir + ":" + os.environ["PATH"],
                TMPDIR=os.path.join(scratch, "tmp"))
     make = ["make", "-s", "PG_CONFIG=" + pg_config, "with_llvm=no"]
+    tap = ("chown -R postgres . && runuser -u postgres -- "
+           "make -s installcheck REGRESS= ISOLATION= PG_CONFIG=\"$PG_CONFIG\"")
     layer = {"quick": "scripts/quick.sh",
-             "tap": "chown -R postgres . && runuser -u postgres -- "
-                    "make -s installcheck REGRESS= ISOLATION= PG_CONFIG=\"$PG_CONFIG\""
+             "tap": tap,
+             "full": "scripts/quick.sh && " + tap,
              }.get(args.layer, args.layer)
+    if args.timeout is None:
+        args.timeout = 1200 if args.layer in ("tap", "full") else 300
 
     # the unmutated code must build and pass, or every mutant looks killed
     if sh(make, copy, env) != 0:

@@ -58,6 +58,8 @@ SELECT count(*) FROM idem_claim_many('{}', 'bwf');
 SELECT b_try($$SELECT * FROM idem_claim_many(NULL, 'bwf')$$);
 SELECT b_try($$SELECT * FROM idem_claim_many(ARRAY['b11', NULL], 'bwf')$$);
 SELECT b_try($$SELECT * FROM idem_claim_many(ARRAY['b11', ''], 'bwf')$$);
+-- with a key's hint, not a workflow's
+SELECT * FROM idem_claim_many(ARRAY['b11', ''], 'bwf');
 SELECT b_try($$SELECT * FROM idem_claim_many(ARRAY['b11', repeat('x', 300)], 'bwf')$$);
 SELECT b_try($$SELECT * FROM idem_claim_many(ARRAY['b11'], 'bwf', NULL, ARRAY['a', 'b'])$$);
 SELECT b_try($$SELECT * FROM idem_claim_many(ARRAY['b11'], 'bwf', NULL, ARRAY[NULL])$$);

@@ -168,5 +168,31 @@ RESET client_min_messages;
 RESET idem_gate.batch_size;
 SELECT key FROM idem_gate.audit WHERE workflow = 'je_audit' ORDER BY key;
 
+------------------------------------------------------------------------
+-- receipts are cleared from the workflow's watermark on, in batches: a
+-- receipt changed exactly at the watermark, with the smallest token (1),
+-- is cleared; one below it is not scanned again, even when the pass needs
+-- several batches (batch_size = 2)
+------------------------------------------------------------------------
+BEGIN;		-- one transaction: the background janitor sees none of it
+TRUNCATE idem_gate.claims;
+DELETE FROM idem_gate.janitor_watermarks;
+INSERT INTO idem_gate.janitor_watermarks VALUES ('je_wm', now() - interval '10 days');
+INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
+	created_at, claimed_at, updated_at, completed_at)
+SELECT 'je_wm', k, 'completed', 1, t, '{"r": 1}', now() - ago, now() - ago,
+	now() - ago, now() - ago
+  FROM (VALUES ('at_mark', 1, interval '10 days'), ('below', 2, interval '11 days'),
+	('r1', 3, interval '5 days'), ('r2', 4, interval '5 days'),
+	('r3', 5, interval '4 days')) v(k, t, ago);
+SET LOCAL idem_gate.receipt_retention = '1d';
+SET LOCAL idem_gate.batch_size = 2;
+SELECT deleted FROM idem_gate.janitor_run();
+SELECT key, result IS NULL AS cleared FROM idem_gate.claims ORDER BY key;
+SELECT receipts_cleared_until BETWEEN now() - interval '1 day'
+	AND clock_timestamp() - interval '1 day' AS watermark_moved
+  FROM idem_gate.janitor_watermarks WHERE workflow = 'je_wm';
+ROLLBACK;
+
 DROP FUNCTION je_row(text, text, text, interval, interval);
 TRUNCATE idem_gate.claims;

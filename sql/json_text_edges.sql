@@ -159,6 +159,8 @@ SELECT * FROM pg_temp.jte_error($$ SELECT idem_canonical(('-1' || repeat('0', 37
 SELECT idem_canonical(('1' || repeat('0', 50))::json) AS ten_to_fifty;
 SELECT * FROM pg_temp.jte_error($$ SELECT idem_canonical(('-12345678901234567' || repeat('0', 30))::json) $$);
 SELECT * FROM pg_temp.jte_error($$ SELECT idem_canonical(('0.' || repeat('0', 400) || '12345678901234567890123')::json) $$);
+-- up to 20 significant digits a long number is shown with all of them
+SELECT * FROM pg_temp.jte_error($$ SELECT idem_canonical(('0.' || repeat('0', 400) || '12345678901234567891')::json) $$);
 
 ------------------------------------------------------------------------
 -- what only the json parser refuses: lone or broken surrogates and

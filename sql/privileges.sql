@@ -68,6 +68,16 @@ SELECT key, claimed_at > '2001-01-01' AS real_clock FROM idem_status('priv_4', '
 RESET search_path;
 DROP SCHEMA regress_evil CASCADE;
 
+-- the gate's functions act as their owner, who needs the privileges on the
+-- table that the statement a call stands for would need: a read of the
+-- row without SELECT is refused (the owner is normally the superuser who
+-- installed idem_gate, who always has them)
+BEGIN;
+GRANT USAGE ON SCHEMA idem_gate TO regress_idem_other;
+ALTER FUNCTION idem_heartbeat(text, text, bigint) OWNER TO regress_idem_other;
+SELECT idem_heartbeat('priv_4', 'wf', 1);
+ROLLBACK;
+
 DROP OWNED BY regress_idem_n8n, regress_idem_other;
 DROP ROLE regress_idem_n8n;
 DROP ROLE regress_idem_other;

@@ -3,7 +3,8 @@
 # extension later served within one naptime, a plain DROP DATABASE of a
 # served database (idle, and in the middle of a pass), the database list on
 # SIGHUP, SIGTERM and kill -9 during passes, a standby and its promotion,
-# a list naming a missing database, and the bounds of max_janitors.
+# a list naming a missing database, the bounds of max_janitors, templates,
+# the time between scans, and a janitor that finds no worker slot.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -102,9 +103,18 @@ for my $db (qw(db1 db2 db3))
 	$node->safe_psql($db, 'CREATE EXTENSION idem_gate');
 }
 $node->safe_psql('postgres', 'CREATE DATABASE plain');
-$node->safe_psql('postgres', 'CREATE DATABASE closed');
-$node->safe_psql('closed', 'CREATE EXTENSION idem_gate');
-$node->safe_psql('postgres', 'ALTER DATABASE closed ALLOW_CONNECTIONS false');
+
+# a database that does not allow connections and a template, each with the
+# extension and an expired claim, copied from a database that keeps its
+# claim longer: neither ever allows a janitor in while the launcher can
+# see it (a database closed after the launcher's last scan would get one
+# failed connection)
+$node->safe_psql('postgres', 'CREATE DATABASE gate_src');
+$node->safe_psql('gate_src', 'CREATE EXTENSION idem_gate');
+$node->safe_psql('postgres', "ALTER DATABASE gate_src SET idem_gate.retention = '60d'");
+old_claim($node, 'gate_src', 'copied');
+$node->safe_psql('postgres', 'CREATE DATABASE closed TEMPLATE gate_src ALLOW_CONNECTIONS false');
+$node->safe_psql('postgres', 'CREATE DATABASE tmpl TEMPLATE gate_src IS_TEMPLATE true');
 my $closed_offset = -s $node->logfile;
 
 # several databases served at once
@@ -113,7 +123,12 @@ ok(gone($node, $_, "old_$_"), "the janitor serves $_") for qw(db1 db2 db3);
 sleep 2;
 unlike(slurp_file($node->logfile, $closed_offset), qr/FATAL/,
 	'a database that does not allow connections is left alone (no janitor fails to connect)');
+is(count_rows($node, 'tmpl', "key = 'copied'"), '1',
+	'a template database is left alone (its expired claim stays)');
+$node->safe_psql('postgres', 'ALTER DATABASE tmpl IS_TEMPLATE false');
+$node->safe_psql('postgres', 'DROP DATABASE tmpl');
 $node->safe_psql('postgres', 'DROP DATABASE closed');
+$node->safe_psql('postgres', 'DROP DATABASE gate_src');
 
 # at most max_janitors at once: a client in each of three databases holds
 # a lock on an expired row, so each pass waits in its first batch
@@ -219,6 +234,33 @@ ok($node->wait_for_log(qr/\[$dropx_janitor\] LOG:  idem_gate janitor: extension 
 	$log_offset), 'DROP EXTENSION during a pass: the janitor says it idles');
 unlike(slurp_file($node->logfile, $log_offset), qr/\[$dropx_janitor\] ERROR/, 'without an error');
 $node->safe_psql('postgres', 'DROP DATABASE dropx');
+
+# pg_database is read every naptime and at a reload, not at every wake:
+# with naptime = 1h and a pass waiting for a lock (the launcher then wakes
+# every 250 ms to watch it), a database created after the last scan waits
+# for the next reload
+set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'");
+wait_setting($node, 'idem_gate.naptime', '1h');
+$node->safe_psql('postgres', 'CREATE DATABASE nap_a');
+$node->safe_psql('nap_a', 'CREATE EXTENSION idem_gate');
+old_claim($node, 'nap_a', 'locked');
+$holder = $node->background_psql('nap_a');
+$holder->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = 'locked' FOR UPDATE;");
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+ok(waiting_janitor($node, 'nap_a', 0), 'after a reload, a pass in the new database nap_a waits for a lock');
+$node->safe_psql('postgres', 'CREATE DATABASE nap_b');
+$node->safe_psql('nap_b', 'CREATE EXTENSION idem_gate');
+old_claim($node, 'nap_b', 'unseen');
+sleep 2;
+is(count_rows($node, 'nap_b', "key = 'unseen'"), '1',
+	'a database created after the scan is not served before the next one');
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+ok(gone($node, 'nap_b', 'unseen'), 'it is at the next reload');
+$holder->query_safe('COMMIT');
+$holder->quit;
+set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
+ok(gone($node, 'nap_a', 'locked'), 'and the waiting pass finishes');
+$node->safe_psql('postgres', "DROP DATABASE $_") for qw(nap_a nap_b);
 
 # SIGHUP: a list of databases takes effect without a restart
 set_and_reload($node, "ALTER SYSTEM SET idem_gate.database = 'db1'");
@@ -366,5 +408,30 @@ isnt($ret, 0, 'a malformed database list is refused');
 ($ret, $out, $err) = $lonely->psql('postgres', q{ALTER SYSTEM SET idem_gate.database = 'a', '"Mixed Case"'});
 is($ret, 0, 'a list with a quoted name is accepted');
 $lonely->stop;
+
+# no worker slot for a janitor (max_worker_processes = 2: the logical
+# replication launcher's and idem_gate's):
+# the launcher warns at its first failed start, once, and tries again
+# every 10 s without warning again
+my $crowded = PostgreSQL::Test::Cluster->new('crowded');
+$crowded->init;
+$crowded->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'idem_gate'
+max_worker_processes = 2
+idem_gate.naptime = 1
+});
+$crowded->start;
+ok($crowded->wait_for_log(qr/WARNING:  idem_gate: could not start a janitor/),
+	'a janitor that cannot start is reported');
+my $clog = slurp_file($crowded->logfile);
+my ($ready) = $clog =~ /^(\S+ \S+) \S+ \[\d+\] LOG:  database system is ready to accept connections/m;
+my ($warned) = $clog =~ /^(\S+ \S+) \S+ \[\d+\] WARNING:  idem_gate: could not start a janitor/m;
+my $seconds = $crowded->safe_psql('postgres',
+	"SELECT extract(epoch FROM '$warned'::timestamp - '$ready'::timestamp)");
+cmp_ok($seconds, '<', 8, 'at the first failed start, not at a retry 10 s later');
+sleep 11;
+$clog = slurp_file($crowded->logfile);
+is(scalar(() = $clog =~ /could not start a janitor/g), 1, 'and only once');
+$crowded->stop;
 
 done_testing();

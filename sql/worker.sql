@@ -1,0 +1,59 @@
+--
+-- The background janitor of this server (idem_gate is preloaded): the
+-- launcher starts passes, counted in idem_gate.stats, and visits the
+-- databases without the extension quietly.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS idem_gate;
+RESET client_min_messages;
+
+-- wk_passed(before): true once the stats count more passes than before
+-- (waits up to a minute)
+CREATE FUNCTION wk_passed(before bigint) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..1200 LOOP
+		IF (SELECT janitor_passes FROM idem_gate.stats) > before THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+	RETURN false;
+END $$;
+
+-- wk_log(): the server log, next to the data directory
+CREATE FUNCTION wk_log() RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	f text;
+BEGIN
+	FOREACH f IN ARRAY ARRAY['../log/postmaster.log', '../../log/postmaster.log'] LOOP
+		IF (pg_stat_file(f, true)).size IS NOT NULL THEN
+			RETURN pg_read_file(f);
+		END IF;
+	END LOOP;
+	RAISE EXCEPTION 'no server log found next to the data directory';
+END $$;
+
+-- the settings: defaults, bounds, units, who may change them
+SELECT name, boot_val, min_val, max_val, unit, context
+  FROM pg_settings WHERE name LIKE 'idem_gate.%' ORDER BY name;
+
+-- with a naptime of 1 s, the next background pass comes at once
+SELECT janitor_passes AS passes FROM idem_gate.stats \gset
+ALTER SYSTEM SET idem_gate.naptime = 1;
+SELECT pg_reload_conf();
+SELECT wk_passed(:passes) AS background_pass;
+SELECT last_pass_at BETWEEN now() - interval '1 minute' AND clock_timestamp() AS last_pass_at,
+	last_pass_ms >= 0 AS last_pass_ms
+  FROM idem_gate.stats;
+ALTER SYSTEM RESET idem_gate.naptime;
+SELECT pg_reload_conf();
+
+-- the database postgres, which never had idem_gate, was visited at the
+-- server's start and is named in no log line
+SELECT count(*) AS lines_about_postgres
+  FROM regexp_matches(wk_log(), 'database "postgres"', 'g');
+
+DROP FUNCTION wk_passed(bigint);
+DROP FUNCTION wk_log();
