@@ -22,8 +22,10 @@
 
 #include <sys/resource.h>
 
+#include "access/htup_details.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
@@ -39,6 +41,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
@@ -424,6 +427,38 @@ ig_lower_priority(void)
 }
 
 /*
+ * Whether the janitor's database still allows connections.  The launcher
+ * starts janitors from the list of its last scan, which can be up to one
+ * naptime old (or older, for a pass that waited for a free slot): a
+ * database a DBA has closed since is left alone, as the next scan will
+ * leave it, with a LOG line instead of a failed connection's FATAL.  The
+ * janitor connects past the setting only to read it.
+ */
+static bool
+ig_database_open(void)
+{
+	HeapTuple	tup;
+	bool		open = false;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	tup = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(MyDatabaseId));
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		open = db->datallowconn;
+		if (!open)
+			ereport(LOG,
+					(errmsg("idem_gate janitor: database \"%s\" no longer allows connections; the janitor skips it",
+							NameStr(db->datname))));
+		ReleaseSysCache(tup);
+	}
+	CommitTransactionCommand();
+	return open;
+}
+
+/*
  * A janitor: one pass in one database, then exit.  The settings are those
  * of the moment it starts (a reload reaches the next pass); SIGTERM ends
  * the pass at once, rolling back the open batch.
@@ -444,10 +479,12 @@ idem_gate_janitor_main(Datum main_arg)
 		proc_exit(0);
 	before_shmem_exit(ig_janitor_exit, Int32GetDatum(i));
 
-	BackgroundWorkerInitializeConnectionByOid(args.dboid, args.roleoid, 0);
+	BackgroundWorkerInitializeConnectionByOid(args.dboid, args.roleoid,
+											  BGWORKER_BYPASS_ALLOWCONN);
 	pgstat_report_appname("idem_gate janitor");
 
-	if (!RecoveryInProgress() && ig_extension_present(i, &args))
+	if (ig_database_open() && !RecoveryInProgress() &&
+		ig_extension_present(i, &args))
 	{
 		/*
 		 * Background work yields to the claims: a lower CPU priority,

@@ -262,6 +262,37 @@ set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
 ok(gone($node, 'nap_a', 'locked'), 'and the waiting pass finishes');
 $node->safe_psql('postgres', "DROP DATABASE $_") for qw(nap_a nap_b);
 
+# a database closed after the scan that listed it: its pass, started later
+# from that list (here it waited for the one janitor slot), leaves it alone
+# with a LOG line, not a janitor that fails to connect
+set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'; ALTER SYSTEM SET idem_gate.max_janitors = 1");
+wait_setting($node, 'idem_gate.max_janitors', '1');
+$node->safe_psql('postgres', 'CREATE DATABASE hold_a');
+$node->safe_psql('hold_a', 'CREATE EXTENSION idem_gate');
+old_claim($node, 'hold_a', 'locked');
+$holder = $node->background_psql('hold_a');
+$holder->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = 'locked' FOR UPDATE;");
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+ok(waiting_janitor($node, 'hold_a', 0), 'the one janitor slot is taken by a pass waiting for a lock');
+$node->safe_psql('postgres', 'CREATE DATABASE late_closed');
+$node->safe_psql('late_closed', 'CREATE EXTENSION idem_gate');
+old_claim($node, 'late_closed', 'late');
+$log_offset = -s $node->logfile;
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+$node->wait_for_log(qr/received SIGHUP/, $log_offset);
+sleep 3;	# the launcher's scan after the reload lists late_closed, open
+
+$node->safe_psql('postgres', 'ALTER DATABASE late_closed ALLOW_CONNECTIONS false');
+$holder->query_safe('COMMIT');
+$holder->quit;
+ok($node->wait_for_log(qr/LOG:  idem_gate janitor: database "late_closed" no longer allows connections; the janitor skips it/,
+	$log_offset), 'a pass started from the older list for a database closed since skips it');
+unlike(slurp_file($node->logfile, $log_offset), qr/FATAL/, 'no janitor failed to connect');
+$node->safe_psql('postgres', 'ALTER DATABASE late_closed ALLOW_CONNECTIONS true');
+is(count_rows($node, 'late_closed', "key = 'late'"), '1', 'and its expired claim is left');
+set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime; ALTER SYSTEM RESET idem_gate.max_janitors');
+$node->safe_psql('postgres', "DROP DATABASE $_") for qw(hold_a late_closed);
+
 # SIGHUP: a list of databases takes effect without a restart
 set_and_reload($node, "ALTER SYSTEM SET idem_gate.database = 'db1'");
 wait_setting($node, 'idem_gate.database', 'db1');
