@@ -732,20 +732,11 @@ class Session:
         resolution = self.rng.choice(RESOLUTIONS)
         result = self.rng.choice(RESULTS) if self.rng.random() < 0.7 or resolution != 'retry' else None
         reason = self.rng.choice(REASONS)
-        as_role = None
-        if role is None:
-            role = self.role_for('operator')
-            conn = self.conns[role]
-            as_role = self.maybe_set_role(role, conn)
         args = (key, wf, resolution, None if result is None else jdump(result), reason)
         what = 'idem_resolve%r' % (args,)
-        rows, err, t0, t1, g = self.call(conn, 'SELECT idem_resolve(%s::text, %s::text, %s::text, %s::jsonb, %s::text)::text', args)
-        self.hist(wk, '%s as %s%s -> %s' % (what, role, ' (SET ROLE %s)' % as_role if as_role else '', err or rows))
-        session = self.session_role(role)
-        acting = self.role_name(role)
-        if as_role:
-            conn.cursor().execute('RESET ROLE')
-            role, acting = as_role, self.role_name(as_role)
+        rows, err, t0, t1, role, session, acting = self.operator_call(
+            conn, role, wk, what,
+            'SELECT idem_resolve(%s::text, %s::text, %s::text, %s::jsonb, %s::text)::text', args)
         if not self.allowed(role, 'operator'):
             return self.expect_error(wk, what, err, {'42501'}, t0, t1)
         errs = name_errs(key) | name_errs(wf)
@@ -776,6 +767,24 @@ class Session:
                                         'token': row['token'], 'reason': reason, 'at': (t0, t1)}))
         return [wk]
 
+    def operator_call(self, conn, role, wk, what, sql, args):
+        """Make an operator's call (idem_resolve, idem_release), sometimes as
+        the superuser through SET ROLE.  Returns the answer, the role whose
+        rights apply, and the session and acting roles the audit must name."""
+        as_role = None
+        if role is None:
+            role = self.role_for('operator')
+            conn = self.conns[role]
+            as_role = self.maybe_set_role(role, conn)
+        rows, err, t0, t1, g = self.call(conn, sql, args)
+        self.hist(wk, '%s as %s%s -> %s' % (what, role, ' (SET ROLE %s)' % as_role if as_role else '', err or rows))
+        session = self.session_role(role)
+        acting = self.role_name(role)
+        if as_role:
+            conn.cursor().execute('RESET ROLE')
+            role, acting = as_role, self.role_name(as_role)
+        return rows, err, t0, t1, role, session, acting
+
     def maybe_set_role(self, role, conn):
         """Sometimes the superuser acts through SET ROLE: the audit names both roles."""
         if role != 'super' or self.rng.random() < 0.6:
@@ -791,20 +800,10 @@ class Session:
         key, wf = self.pick_key(), self.pick_wf()
         wk = (wf, key)
         reason = self.rng.choice(REASONS)
-        as_role = None
-        if role is None:
-            role = self.role_for('operator')
-            conn = self.conns[role]
-            as_role = self.maybe_set_role(role, conn)
         args = (key, wf, reason)
         what = 'idem_release%r' % (args,)
-        rows, err, t0, t1, g = self.call(conn, 'SELECT idem_release(%s::text, %s::text, %s::text)', args)
-        self.hist(wk, '%s as %s%s -> %s' % (what, role, ' (SET ROLE %s)' % as_role if as_role else '', err or rows))
-        session = self.session_role(role)
-        acting = self.role_name(role)
-        if as_role:
-            conn.cursor().execute('RESET ROLE')
-            role, acting = as_role, self.role_name(as_role)
+        rows, err, t0, t1, role, session, acting = self.operator_call(
+            conn, role, wk, what, 'SELECT idem_release(%s::text, %s::text, %s::text)', args)
         if not self.allowed(role, 'operator'):
             return self.expect_error(wk, what, err, {'42501'}, t0, t1)
         errs = name_errs(key) | name_errs(wf)
