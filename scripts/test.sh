@@ -71,6 +71,21 @@ record() {
 	summary+=("$(printf '%-3s %-24s %5d passed, %d failed' "$major" "$1" "$2" "$3")")
 }
 
+# record_log NAME LOG RC: a suite's own last "N passed, N failed" line; no
+# such line, or a non-zero exit with none failed, counts as a failure
+record_log() {
+	local name=$1 log=$2 rc=$3 last p f
+	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+	if [ -z "$last" ]; then
+		record "$name" 0 1
+	else
+		p=$(echo "$last" | awk '{print $1}')
+		f=$(echo "$last" | awk '{print $3}')
+		[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+		record "$name" "$p" "$f"
+	fi
+}
+
 cleanup() {
 	[ -n "$server_dir" ] && "$REPO/scripts/cluster.sh" stop "$server_dir"
 	local m
@@ -235,15 +250,7 @@ run_major() {
 			(cd "$suites" && bash "$suite") >"$LOGS/$major-$name.log" 2>&1
 			rc=$?
 			sed 's/^/  /' "$LOGS/$major-$name.log" | tail -40
-			last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$LOGS/$major-$name.log" | tail -1)
-			if [ -z "$last" ]; then
-				record "$name" 0 1
-			else
-				p=$(echo "$last" | awk '{print $1}')
-				f=$(echo "$last" | awk '{print $3}')
-				[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
-				record "$name" "$p" "$f"
-			fi
+			record_log "$name" "$LOGS/$major-$name.log" "$rc"
 		done
 		unset IDEM_PG_BIN IDEM_PG_AS_POSTGRES IDEM_PG_MAJOR TMPDIR
 	fi
@@ -283,15 +290,7 @@ if [ "$quick" = 0 ] && [[ " $MAJORS " == *" 15 "* ]]; then
 	"$REPO/test/packaging/deb.sh" 15 >"$LOGS/15-deb.log" 2>&1
 	rc=$?
 	tail -30 "$LOGS/15-deb.log" | sed 's/^/  /'
-	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$LOGS/15-deb.log" | tail -1)
-	if [ -z "$last" ]; then
-		record "Debian package" 0 1
-	else
-		p=$(echo "$last" | awk '{print $1}')
-		f=$(echo "$last" | awk '{print $3}')
-		[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
-		record "Debian package" "$p" "$f"
-	fi
+	record_log "Debian package" "$LOGS/15-deb.log" "$rc"
 fi
 
 echo
