@@ -50,6 +50,23 @@ sub count_rows
 	return $node->safe_psql($db, "SELECT count(*) FROM idem_gate.claims WHERE $where");
 }
 
+# a new database with idem_gate installed
+sub gate_db
+{
+	my ($node, $db) = @_;
+	$node->safe_psql('postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, 'CREATE EXTENSION idem_gate');
+}
+
+# a session holding the claim key of db locked, so that a pass there waits
+sub lock_claim
+{
+	my ($node, $db, $key) = @_;
+	my $session = $node->background_psql($db);
+	$session->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = '$key' FOR UPDATE;");
+	return $session;
+}
+
 # the pid of a janitor at work in a database, once there is one
 sub janitor_in
 {
@@ -99,8 +116,7 @@ is($node->safe_psql('postgres', 'SHOW idem_gate.database'), '',
 
 for my $db (qw(db1 db2 db3))
 {
-	$node->safe_psql('postgres', "CREATE DATABASE $db");
-	$node->safe_psql($db, 'CREATE EXTENSION idem_gate');
+	gate_db($node, $db);
 }
 $node->safe_psql('postgres', 'CREATE DATABASE plain');
 
@@ -109,8 +125,7 @@ $node->safe_psql('postgres', 'CREATE DATABASE plain');
 # claim longer: neither ever allows a janitor in while the launcher can
 # see it (a database closed after the launcher's last scan would get one
 # failed connection)
-$node->safe_psql('postgres', 'CREATE DATABASE gate_src');
-$node->safe_psql('gate_src', 'CREATE EXTENSION idem_gate');
+gate_db($node, 'gate_src');
 $node->safe_psql('postgres', "ALTER DATABASE gate_src SET idem_gate.retention = '60d'");
 old_claim($node, 'gate_src', 'copied');
 $node->safe_psql('postgres', 'CREATE DATABASE closed TEMPLATE gate_src ALLOW_CONNECTIONS false');
@@ -139,8 +154,7 @@ my %blockers;
 for my $db (qw(db1 db2 db3))
 {
 	old_claim($node, $db, 'locked');
-	$blockers{$db} = $node->background_psql($db);
-	$blockers{$db}->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = 'locked' FOR UPDATE;");
+	$blockers{$db} = lock_claim($node, $db, 'locked');
 }
 set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
 ok($node->poll_query_until('postgres',
@@ -181,8 +195,7 @@ ok($node->wait_for_log(qr/extension idem_gate found in database "plain"; serving
 # a plain DROP DATABASE of a served database, idle
 for my $i (1 .. 5)
 {
-	$node->safe_psql('postgres', "CREATE DATABASE churn");
-	$node->safe_psql('churn', 'CREATE EXTENSION idem_gate');
+	gate_db($node, 'churn');
 	sleep 0.3 * $i;
 	my ($ret, $out, $err) = $node->psql('postgres', 'DROP DATABASE churn');
 	is($ret, 0, "plain DROP DATABASE of a served database succeeds (round $i)")
@@ -209,16 +222,14 @@ ok(gone($node, 'db1', 'after_drop'), 'the other databases are still served');
 
 # DROP EXTENSION committed in the middle of a pass: the pass ends with the
 # "idling" line, not an error
-$node->safe_psql('postgres', 'CREATE DATABASE dropx');
-$node->safe_psql('dropx', 'CREATE EXTENSION idem_gate');
+gate_db($node, 'dropx');
 set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'");
 wait_setting($node, 'idem_gate.naptime', '1h');
 sleep 1;
 bulk($node, 'dropx', 3000);
 old_claim($node, 'dropx', 'locked');
 $node->safe_psql('dropx', "UPDATE idem_gate.claims SET created_at = created_at - interval '1 day', claimed_at = claimed_at - interval '1 day', updated_at = updated_at - interval '1 day', completed_at = completed_at - interval '1 day' WHERE key = 'locked'");
-my $holder = $node->background_psql('dropx');
-$holder->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = 'locked' FOR UPDATE;");
+my $holder = lock_claim($node, 'dropx', 'locked');
 $log_offset = -s $node->logfile;
 set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
 my $dropx_janitor = waiting_janitor($node, 'dropx', 0);
@@ -241,15 +252,12 @@ $node->safe_psql('postgres', 'DROP DATABASE dropx');
 # for the next reload
 set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'");
 wait_setting($node, 'idem_gate.naptime', '1h');
-$node->safe_psql('postgres', 'CREATE DATABASE nap_a');
-$node->safe_psql('nap_a', 'CREATE EXTENSION idem_gate');
+gate_db($node, 'nap_a');
 old_claim($node, 'nap_a', 'locked');
-$holder = $node->background_psql('nap_a');
-$holder->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = 'locked' FOR UPDATE;");
+$holder = lock_claim($node, 'nap_a', 'locked');
 $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 ok(waiting_janitor($node, 'nap_a', 0), 'after a reload, a pass in the new database nap_a waits for a lock');
-$node->safe_psql('postgres', 'CREATE DATABASE nap_b');
-$node->safe_psql('nap_b', 'CREATE EXTENSION idem_gate');
+gate_db($node, 'nap_b');
 old_claim($node, 'nap_b', 'unseen');
 sleep 2;
 is(count_rows($node, 'nap_b', "key = 'unseen'"), '1',
@@ -267,21 +275,17 @@ $node->safe_psql('postgres', "DROP DATABASE $_") for qw(nap_a nap_b);
 # with a LOG line, not a janitor that fails to connect
 set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'; ALTER SYSTEM SET idem_gate.max_janitors = 1");
 wait_setting($node, 'idem_gate.max_janitors', '1');
-$node->safe_psql('postgres', 'CREATE DATABASE hold_a');
-$node->safe_psql('hold_a', 'CREATE EXTENSION idem_gate');
+gate_db($node, 'hold_a');
 old_claim($node, 'hold_a', 'locked');
-$holder = $node->background_psql('hold_a');
-$holder->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = 'locked' FOR UPDATE;");
+$holder = lock_claim($node, 'hold_a', 'locked');
 $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 ok(waiting_janitor($node, 'hold_a', 0), 'the one janitor slot is taken by a pass waiting for a lock');
-$node->safe_psql('postgres', 'CREATE DATABASE late_closed');
-$node->safe_psql('late_closed', 'CREATE EXTENSION idem_gate');
+gate_db($node, 'late_closed');
 old_claim($node, 'late_closed', 'late');
 $log_offset = -s $node->logfile;
 $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 $node->wait_for_log(qr/received SIGHUP/, $log_offset);
 sleep 3;	# the launcher's scan after the reload lists late_closed, open
-
 $node->safe_psql('postgres', 'ALTER DATABASE late_closed ALLOW_CONNECTIONS false');
 $holder->query_safe('COMMIT');
 $holder->quit;
@@ -332,8 +336,7 @@ $node->safe_psql('db2', q{
 		now(), now(), now(), now()
 	  FROM generate_series(1, 1000) g});
 old_claim($node, 'db2', 'crash_db2');
-my $blocker = $node->background_psql('db1');
-$blocker->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = 'locked' FOR UPDATE;");
+my $blocker = lock_claim($node, 'db1', 'locked');
 set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
 my $janitor = waiting_janitor($node, 'db1', 0);
 ok($janitor, 'a pass in db1 waits for a lock');
