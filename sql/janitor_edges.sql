@@ -109,7 +109,9 @@ SELECT alerts, escalations, janitor_passes FROM idem_gate.stats;
 -- the pass's WARNING names the first three stuck claims, oldest first, and
 -- counts the rest.  The ages in it are measured by the clock, so the
 -- WARNING is read back from the server log (pg_regress's instance keeps
--- it in ../log/postmaster.log) with the ages blanked out.
+-- it in ../log/postmaster.log) with the ages blanked out; only what reads
+-- as an interval (pg_regress's IntervalStyle is postgres_verbose) is
+-- blanked, so a timestamp in their place shows.
 ------------------------------------------------------------------------
 -- je_warning(key): the WARNING and DETAIL lines of the pass that named
 -- key, from the log of pg_regress's temporary instance (data/ sits next to
@@ -122,7 +124,7 @@ BEGIN
 	FOREACH f IN ARRAY ARRAY['../log/postmaster.log', '../../log/postmaster.log'] LOOP
 		IF (pg_stat_file(f, true)).size IS NOT NULL THEN
 			RETURN QUERY
-			SELECT regexp_replace(m[1] || ' / ' || m[2], 'stuck for [^;]*?(;|\.$)', 'stuck for AGE\1', 'g')
+			SELECT regexp_replace(m[1] || ' / ' || m[2], 'stuck for @(?: [0-9.]+ (?:days?|hours?|mins?|secs?))+(;|\.$)', 'stuck for AGE\1', 'g')
 			  FROM regexp_matches(pg_read_file(f),
 					'WARNING:  (idem_gate: [^\n]*)\n[^\n]*DETAIL:  (workflow "je_warn" key "' || k || '"[^\n]*)', 'g') m;
 			RETURN;
