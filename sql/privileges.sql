@@ -77,6 +77,16 @@ GRANT USAGE ON SCHEMA idem_gate TO regress_idem_other;
 ALTER FUNCTION idem_heartbeat(text, text, bigint) OWNER TO regress_idem_other;
 SELECT idem_heartbeat('priv_4', 'wf', 1);
 ROLLBACK;
+-- a new key also draws a token from idem_gate.token_seq: an owner with
+-- every privilege on the table but none on the sequence is refused, as the
+-- INSERT ... nextval() the call stands for would be
+BEGIN;
+GRANT USAGE ON SCHEMA idem_gate TO regress_idem_other;
+GRANT SELECT, INSERT, UPDATE ON idem_gate.claims TO regress_idem_other;
+ALTER FUNCTION idem_claim(text, text, interval) OWNER TO regress_idem_other;
+SELECT idem_claim('priv_no_seq', 'wf');
+ROLLBACK;
+SELECT count(*) FROM idem_gate.claims WHERE key = 'priv_no_seq';
 
 DROP OWNED BY regress_idem_n8n, regress_idem_other;
 DROP ROLE regress_idem_n8n;
