@@ -38,6 +38,22 @@ END $$;
 -- the settings: defaults, bounds, units, who may change them
 SELECT name, boot_val, min_val, max_val, unit, context
   FROM pg_settings WHERE name LIKE 'idem_gate.%' ORDER BY name;
+-- every setting but idem_gate.database (a list) takes one value: SET with
+-- two is refused by name, before any check of who may set it
+DO $$
+DECLARE
+	s record;
+BEGIN
+	FOR s IN SELECT name, setting FROM pg_settings
+			  WHERE name LIKE 'idem_gate.%' ORDER BY name LOOP
+		BEGIN
+			EXECUTE format('SET %s = %L, %L', s.name, s.setting, s.setting);
+			RAISE NOTICE '%: a list was accepted', s.name;
+		EXCEPTION WHEN OTHERS THEN
+			RAISE NOTICE '%: %', SQLSTATE, SQLERRM;
+		END;
+	END LOOP;
+END $$;
 
 -- with a naptime of 1 s, the next background pass comes at once
 SELECT janitor_passes AS passes FROM idem_gate.stats \gset
