@@ -179,6 +179,27 @@ $blockers{$_}->query_safe('COMMIT') for qw(db1 db2 db3);
 $blockers{$_}->quit for qw(db1 db2 db3);
 ok(gone($node, $_, 'locked'), "once the locks are released every pass finishes ($_)") for qw(db1 db2 db3);
 
+# a launcher that ends (pg_terminate_backend; the postmaster starts it again
+# after 10 s) leaves its janitors at work: the next launcher finds the pass
+# in db1 still running in its slot, and starts no second one beside it
+old_claim($node, 'db1', 'locked');
+my $holder1 = lock_claim($node, 'db1', 'locked');
+my $first = waiting_janitor($node, 'db1', 0);
+ok($first, 'a pass in db1 waits for a lock');
+my $launcher = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'idem_gate launcher'");
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($launcher)");
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate launcher' AND pid <> $launcher"),
+	'the launcher is started again');
+sleep 3;	# three of the new launcher's naptimes
+is($node->safe_psql('postgres',
+	"SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND datname = 'db1'"),
+	$first, "the new launcher starts no second janitor beside its predecessor's");
+$holder1->query_safe('COMMIT');
+$holder1->quit;
+ok(gone($node, 'db1', 'locked'), 'and that pass finishes');
+
 # a database without the extension: nothing logged; installed later, it is
 # served within one naptime
 my $log = slurp_file($node->logfile);
