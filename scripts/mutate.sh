@@ -8,7 +8,8 @@
 # flips (< <= > >= == !=), && <-> ||, removal of !, binary + <-> -,
 # += <-> -=, ++ <-> --, true <-> false, and integer literals +1/-1.
 # Comments, string and character literals, preprocessor lines, array
-# subscripts and the argument lists of ereport/elog (error texts) are never
+# subscripts, the argument lists of ereport/elog (error texts) and of
+# Assert (compiled out of the builds PostgreSQL's packages ship) are never
 # mutated.  For each mutant, in order: apply it, build (a mutant that does
 # not compile is skipped and does not count), install into PG_CONFIG, run the
 # layer, revert.  A mutant is killed when the layer fails (or times out).
@@ -26,9 +27,13 @@
 #                  (the Perl TAP tests, test/t/*.pl), "full" (quick, then
 #                  the Perl TAP tests: every layer that runs on PG_CONFIG's
 #                  installation alone, on private sockets, without the
-#                  system server or network tools), or any shell command, run in the
-#                  copy's root with PG_CONFIG exported and its bindir first
-#                  on PATH; it must exit non-zero when a test fails
+#                  system server or network tools), "citus" (the short
+#                  Citus suite, test/suites/70_citus.sh: PG_CONFIG's
+#                  installation must have Citus or its source at hand, for
+#                  the mutants of src/citus.c), or any shell command, run
+#                  in the copy's root with PG_CONFIG exported and its
+#                  bindir first on PATH; it must exit non-zero when a test
+#                  fails
 #   --timeout S    seconds before a layer run counts as killed (default 300,
 #                  1200 for tap and full)
 #   --files GLOB   files to mutate (default src/*.c)
@@ -39,7 +44,9 @@
 #   --list         print how many mutants each file offers, and exit
 #
 # Prints the seed, one line per mutant, each survivor as file:line with its
-# diff, and the score.  Survivors are also written, one JSON object a line,
+# diff, and the score; survivors listed in test/mutation/equivalent.jsonl
+# (the mutants no input can tell from the code, each with why: see
+# docs/testing.md) are marked, and a second score leaves them out.  Survivors are also written, one JSON object a line,
 # to mutate-survivors-<seed>.jsonl in the current directory, for --replay.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -148,7 +155,9 @@ TOKEN = re.compile(r"<<=|>>=|<<|>>|->|\+\+|--|\+=|-=|<=|>=|==|!=|&&|\|\||[<>!+\-
 def candidates(path):
     src = open(path, encoding="utf-8").read()
     m = blank_subscripts(blank_calls(mask(src), ["ereport", "elog", "GUC_check_errdetail",
-                                                  "GUC_check_errmsg", "GUC_check_errhint"]))
+                                                  "GUC_check_errmsg", "GUC_check_errhint",
+                                                  "Assert", "StaticAssertDecl",
+                                                  "StaticAssertStmt"]))
     found = []
     prev = None
     for t in TOKEN.finditer(m):
@@ -181,6 +190,19 @@ def candidates(path):
                           "orig": tok, "repl": r,
                           "line": src.count("\n", 0, pos) + 1})
     return src, found
+
+def load_equivalents():
+    """The register of equivalent mutants: (file, the source line's text
+    stripped, original, replacement) -> why.  By the line's text, not its
+    number, so that the register survives edits elsewhere in the file."""
+    known = {}
+    path = os.path.join(ROOT, "test", "mutation", "equivalent.jsonl")
+    if os.path.exists(path):
+        for l in open(path, encoding="utf-8"):
+            if l.strip():
+                e = json.loads(l)
+                known[(e["file"], e["code"], e["orig"], e["repl"])] = e["why"]
+    return known
 
 # ---------------------------------------------------------------- running
 
@@ -268,12 +290,17 @@ def main():
     make = ["make", "-s", "PG_CONFIG=" + pg_config, "with_llvm=no"]
     tap = ("chown -R postgres . && runuser -u postgres -- "
            "make -s installcheck REGRESS= ISOLATION= PG_CONFIG=\"$PG_CONFIG\"")
+    # the Citus suite ends with its count; it stops early with a non-zero
+    # status, but a failed check alone does not
+    citus = ("bash test/suites/70_citus.sh > citus.log 2>&1; rc=$?; cat citus.log; "
+             "[ $rc = 0 ] && tail -1 citus.log | grep -Eq '^[1-9][0-9]* passed, 0 failed$'")
     layer = {"quick": "scripts/quick.sh",
              "tap": tap,
              "full": "scripts/quick.sh && " + tap,
+             "citus": citus,
              }.get(args.layer, args.layer)
     if args.timeout is None:
-        args.timeout = 1200 if args.layer in ("tap", "full") else 300
+        args.timeout = 1200 if args.layer in ("tap", "full", "citus") else 300
 
     # the unmutated code must build and pass, or every mutant looks killed
     if sh(make, copy, env) != 0:
@@ -349,18 +376,26 @@ def main():
         sh(make + ["install"], copy, env)
 
     survived = [r for r in results if r["verdict"] == "SURVIVED"]
+    known = load_equivalents()
+    for r in survived:
+        r["why"] = known.get((r["file"], sources[r["file"]].splitlines()[r["line"] - 1].strip(),
+                              r["orig"], r["repl"]))
     with open(survivors_path, "w") as o:
         for r in survived:
             o.write(json.dumps({k: r[k] for k in ("file", "offset", "orig", "repl", "line")}) + "\n")
     print()
     print("seed %d, layer %s: %d survivors" % (seed, args.layer, len(survived)))
     for r in survived:
-        print("-- %s:%d" % (r["file"], r["line"]))
+        print("-- %s:%d%s" % (r["file"], r["line"], "  (equivalent: %s)" % r["why"] if r["why"] else ""))
         print(r["diff"].rstrip())
     killed = len(results) - len(survived)
     print()
     print("score: %d of %d compiling mutants killed (%.0f%%); %d did not compile; survivors in %s"
           % (killed, len(results), 100.0 * killed / max(len(results), 1), skipped, survivors_path))
+    equivalent = sum(1 for r in survived if r["why"])
+    real = len(results) - equivalent
+    print("%d survivors are known equivalent: %d of the other %d killed (%.0f%%)"
+          % (equivalent, killed, real, 100.0 * killed / max(real, 1)))
     shutil.rmtree(scratch, ignore_errors=True)
     return 0
 
