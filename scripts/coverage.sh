@@ -14,7 +14,11 @@
 # --layers is a comma-separated list, run in order (default quick,tap):
 #   quick  scripts/quick.sh: pg_regress, isolation, pgTAP
 #   tap    the Perl TAP tests (test/t/: standby, worker)
-#   full   scripts/test.sh: every suite
+#   full   scripts/test.sh on PG_CONFIG's major: every suite (pg_regress,
+#          isolation, Perl TAP, pgTAP, stress, model, RFC 8785, n8n,
+#          torture, Prometheus, Citus); test.sh builds its own copy, with
+#          --coverage passed through PG_CFLAGS, and its servers count into
+#          that copy's objects, which are read too
 # --html DIR also writes lcov's HTML report to DIR.
 # Needs lcov (installed with apt-get when missing).
 set -euo pipefail
@@ -63,13 +67,22 @@ lcov --quiet --zerocounters --directory "$TREE/src"
 export PG_CONFIG TMPDIR=$SCRATCH/tmp PATH=$BIN:$PATH
 status=0
 IFS=, read -r -a layers <<<"$LAYERS"
+objdirs=("$TREE/src")
 for layer in "${layers[@]}"; do
 	echo "== layer $layer"
 	case "$layer" in
 	quick) (cd "$TREE" && scripts/quick.sh) >"$SCRATCH/$layer.log" 2>&1 || status=1 ;;
 	tap) (cd "$TREE" && runuser -u postgres -- make -s installcheck REGRESS= ISOLATION= \
 			PG_CONFIG="$PG_CONFIG") >"$SCRATCH/$layer.log" 2>&1 || status=1 ;;
-	full) (cd "$TREE" && scripts/test.sh) >"$SCRATCH/$layer.log" 2>&1 || status=1 ;;
+	full)
+		(cd "$TREE" && PG_MAJORS=$("$PG_CONFIG" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/') \
+			PG_CFLAGS="--coverage -O0" PG_LDFLAGS="--coverage" scripts/test.sh) \
+			>"$SCRATCH/$layer.log" 2>&1 || status=1
+		work=$(sed -nE 's/^== summary \(logs in (.*)\/logs;.*/\1/p' "$SCRATCH/$layer.log")
+		for d in "$work"/*/build/src; do
+			[ -d "$d" ] && objdirs+=("$d")
+		done
+		;;
 	*) echo "unknown layer $layer" >&2; exit 2 ;;
 	esac
 	grep -E '^[0-9]+ passed, [0-9]+ failed|^Result:|^All [0-9]+ tests|tests failed' "$SCRATCH/$layer.log" |
@@ -81,12 +94,20 @@ for layer in "${layers[@]}"; do
 done
 [ "$status" -eq 0 ] || echo "note: a layer had failures; coverage is still reported"
 
-# the objects' own .gcda files; the server ran as postgres
-lcov --quiet --capture --rc lcov_branch_coverage=1 --directory "$TREE/src" \
-	--base-directory "$TREE" --output-file "$SCRATCH/all.info" 2>"$SCRATCH/lcov.err" || {
-	cat "$SCRATCH/lcov.err"; exit 1; }
-lcov --quiet --rc lcov_branch_coverage=1 --extract "$SCRATCH/all.info" "$TREE/src/*" \
-	--output-file "$SCRATCH/src.info"
+# the objects' own .gcda files (the servers ran as postgres), from each
+# build; the source paths are made the same so that lcov adds them up
+adds=()
+for d in "${objdirs[@]}"; do
+	n=${#adds[@]}
+	lcov --quiet --capture --rc lcov_branch_coverage=1 --directory "$d" \
+		--base-directory "$(dirname "$d")" --output-file "$SCRATCH/cap$n.info" 2>"$SCRATCH/lcov.err" || {
+		cat "$SCRATCH/lcov.err"; exit 1; }
+	lcov --quiet --rc lcov_branch_coverage=1 --extract "$SCRATCH/cap$n.info" "$d/*" \
+		--output-file "$SCRATCH/ext$n.info"
+	sed "s|^SF:$d/|SF:$TREE/src/|" "$SCRATCH/ext$n.info" >"$SCRATCH/src$n.info"
+	adds+=(--add-tracefile "$SCRATCH/src$n.info")
+done
+lcov --quiet --rc lcov_branch_coverage=1 "${adds[@]}" --output-file "$SCRATCH/src.info"
 
 echo
 echo "== coverage of src/ by: $LAYERS"
