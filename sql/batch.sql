@@ -52,6 +52,19 @@ SELECT ord, outcome FROM idem_claim_many(ARRAY['b10', 'b10'], 'bwf', NULL, ARRAY
 SELECT outcome FROM idem_claim_ex('b14', 'bwf', NULL, NULL, 'run-14');
 SELECT ord, outcome FROM idem_claim_many(ARRAY['b14', 'b14'], 'bwf', NULL, ARRAY['fp-a', 'fp-b'], 'run-14');
 SELECT fingerprint FROM idem_status('b14', 'bwf');
+-- a retry of a failed_retryable key, and the takeover of a stale one, store
+-- the fingerprint the key lacked: a repeat is checked against it
+SELECT outcome FROM idem_claim_ex('b15', 'bwf');
+SELECT idem_fail('b15', 'bwf', (SELECT token FROM idem_status('b15', 'bwf')), 'timeout', true);
+SELECT b_try($$SELECT * FROM idem_claim_many(ARRAY['b15', 'b15'], 'bwf', NULL, ARRAY['fp-a', 'fp-b'])$$);
+SELECT ord, outcome, attempt FROM idem_claim_many(ARRAY['b15', 'b15'], 'bwf', NULL, ARRAY['fp-a', 'fp-a']);
+SELECT outcome FROM idem_claim_ex('b16', 'bwf');
+UPDATE idem_gate.claims SET created_at = created_at - interval '1 hour',
+	claimed_at = claimed_at - interval '1 hour', updated_at = updated_at - interval '1 hour'
+ WHERE workflow = 'bwf' AND key = 'b16';
+SELECT b_try($$SELECT * FROM idem_claim_many(ARRAY['b16', 'b16'], 'bwf', '10 minutes', ARRAY['fp-a', 'fp-b'])$$);
+SELECT ord, outcome, attempt FROM idem_claim_many(ARRAY['b16', 'b16'], 'bwf', '10 minutes', ARRAY['fp-a', 'fp-a']);
+SELECT key, fingerprint FROM idem_gate.claims WHERE key IN ('b15', 'b16') ORDER BY key;
 -- an empty array returns no rows
 SELECT count(*) FROM idem_claim_many('{}', 'bwf');
 -- bad input: each an error naming the element, nothing changed
