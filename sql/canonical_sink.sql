@@ -46,6 +46,13 @@ SELECT idem_hash(doc::jsonb, ARRAY['a', 'b']) =
 								',"b":' || idem_canonical((doc::jsonb) -> 'b') || '}', 'UTF8')), 'hex') AS fields_ok
   FROM (VALUES ('{"a":"' || repeat('z', 30000) || '","b":[1,2],"c":3}')) v(doc);
 
+-- a field that is a scalar is written by its own path: each kind, with the
+-- canonical form of the value alone as the oracle
+SELECT f, idem_hash(d, ARRAY[f]) =
+	   encode(sha256(convert_to('{"' || f || '":' || idem_canonical(d -> f) || '}', 'UTF8')), 'hex') AS ok
+  FROM (VALUES ('{"t":true,"f":false,"n":null,"s":"x\u0001y","num":1.50,"o":{"b":1,"a":[false]}}'::jsonb)) v(d),
+	   unnest(ARRAY['t', 'f', 'n', 's', 'num', 'o']) f;
+
 -- JSON pointers with multi-digit array indexes
 SELECT p, idem_hash(doc, ARRAY[p]) = idem_hash(jsonb_build_object(p, doc #> string_to_array(substr(p, 2), '/'))) AS ok
   FROM (SELECT jsonb_build_object('arr', jsonb_agg(i * 3), 'o', jsonb_build_object('10', 'ten'))
