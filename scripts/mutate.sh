@@ -191,17 +191,27 @@ def candidates(path):
                           "line": src.count("\n", 0, pos) + 1})
     return src, found
 
+def line_and_column(src, offset):
+    """The text of the line holding offset, stripped, and where the token
+    at offset starts in it."""
+    start = src.rfind("\n", 0, offset) + 1
+    end = src.find("\n", offset)
+    line = src[start:end if end >= 0 else len(src)]
+    lead = len(line) - len(line.lstrip())
+    return line.strip(), offset - start - lead
+
 def load_equivalents():
     """The register of equivalent mutants: (file, the source line's text
-    stripped, original, replacement) -> why.  By the line's text, not its
-    number, so that the register survives edits elsewhere in the file."""
+    stripped, where the token starts in it, original, replacement) -> why.
+    By the line's text, not its number, so that the register survives
+    edits elsewhere in the file."""
     known = {}
     path = os.path.join(ROOT, "test", "mutation", "equivalent.jsonl")
     if os.path.exists(path):
         for l in open(path, encoding="utf-8"):
             if l.strip():
                 e = json.loads(l)
-                known[(e["file"], e["code"], e["orig"], e["repl"])] = e["why"]
+                known[(e["file"], e["code"], e["at"], e["orig"], e["repl"])] = e["why"]
     return known
 
 # ---------------------------------------------------------------- running
@@ -378,8 +388,8 @@ def main():
     survived = [r for r in results if r["verdict"] == "SURVIVED"]
     known = load_equivalents()
     for r in survived:
-        r["why"] = known.get((r["file"], sources[r["file"]].splitlines()[r["line"] - 1].strip(),
-                              r["orig"], r["repl"]))
+        code, at = line_and_column(sources[r["file"]], r["offset"])
+        r["why"] = known.get((r["file"], code, at, r["orig"], r["repl"]))
     with open(survivors_path, "w") as o:
         for r in survived:
             o.write(json.dumps({k: r[k] for k in ("file", "offset", "orig", "repl", "line")}) + "\n")
