@@ -53,10 +53,14 @@ SELECT n, idem_canonical(n::jsonb) AS jsonb, idem_canonical(n::json) AS json
                     '2.2250738585072014e-308', '-0.0000033333333333333333',
                     '1424953923781206.25']) AS n;
 
--- numbers => 'rfc' rounds what 'safe' refuses
+-- numbers => 'rfc' rounds what 'safe' refuses; 1e23 and 8.41e21 are the
+-- doubles whose shortest form lies exactly halfway to a neighbour, which
+-- ECMAScript takes (round half to even) and PostgreSQL's float8 output does
+-- not (9.999999999999999e+22)
 SELECT n, idem_canonical(n::jsonb, 'rfc') AS jsonb, idem_canonical(n::json, numbers => 'rfc') AS json
   FROM unnest(ARRAY['12345678901234567890', '9007199254740993', '18446744073709551615',
-                    '295147905179352825856', '3e-324', '2e-324', '1e-400', '-1e-400']) AS n;
+                    '295147905179352825856', '3e-324', '2e-324', '1e-400', '-1e-400',
+                    '1e23', '-1e23', '8.41e21', '99999999999999991611392']) AS n;
 
 -- hash properties: member order and whitespace do not matter, jsonb and
 -- json agree, numeric scale does not matter, types do
