@@ -51,6 +51,9 @@ trap 'exit 143' TERM INT
 mkdir -p "$WORK/tree/test"
 cp -a "$ROOT/sql" "$ROOT/expected" "$WORK/tree/"
 cp -a "$ROOT/test/isolation" "$ROOT/test/pgtap" "$ROOT/test/preload.conf" "$WORK/tree/test/"
+# the RFC 8785 number vectors that sql/canonical_vectors.sql reads
+mkdir -p "$WORK/tree/test/jcs/vectors"
+cp -a "$ROOT/test/jcs/vectors/numbers" "$WORK/tree/test/jcs/vectors/"
 chmod 755 "$WORK"
 chown -R postgres "$WORK"
 
