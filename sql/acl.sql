@@ -65,6 +65,17 @@ SELECT idem_gate.revoke_workflow('regress_acl_team', 'crm');
 SET ROLE regress_acl_member;
 SELECT state FROM idem_status('a1', 'crm');
 RESET ROLE;
+-- several patterns, the role's own and its group's: each one grants
+SELECT idem_gate.grant_workflow('regress_acl_member', 'billing_%');
+SELECT idem_gate.grant_workflow('regress_acl_member', 'ship_%');
+SELECT idem_gate.grant_workflow('regress_acl_team', 'crm');
+SET ROLE regress_acl_member;
+SELECT w, idem_claim('a3', w) FROM unnest(ARRAY['billing_eu', 'ship_eu', 'crm']) w;
+SELECT idem_claim('a3', 'orders_eu');
+RESET ROLE;
+SELECT idem_gate.revoke_workflow('regress_acl_member', p) FROM unnest(ARRAY['billing_%', 'ship_%']) p;
+SELECT idem_gate.revoke_workflow('regress_acl_team', 'crm');
+DELETE FROM idem_gate.claims WHERE key = 'a3';
 -- superusers always pass
 SELECT state FROM idem_status('a1', 'crm');
 
