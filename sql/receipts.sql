@@ -52,6 +52,19 @@ SELECT backdate('r_short', '2 hours'), backdate('r_long', '2 hours');
 SELECT deleted FROM idem_gate.janitor_run();
 SELECT workflow, result FROM idem_gate.claims WHERE key = 'r_k' ORDER BY workflow;
 
+-- a receipt retention equal to the retention (1 second here, the least)
+-- keeps receipts as long as their rows: the receipts step does not run for
+-- the workflow, so it leaves no watermark
+INSERT INTO idem_gate.policies (workflow, retention, receipt_retention) VALUES ('r_eq', '1 second', '1 second');
+SELECT outcome FROM idem_claim_ex('r_e', 'r_eq');
+SELECT idem_complete('r_e', 'r_eq', (SELECT token FROM idem_status('r_e', 'r_eq')), '{"kept": true}');
+-- an hour ahead, so that no slow moment of the test makes it a second old
+SELECT backdate('r_eq', '-1 hour');
+SELECT deleted FROM idem_gate.janitor_run();
+SELECT result FROM idem_status('r_e', 'r_eq');
+SELECT count(*) AS watermarks FROM idem_gate.janitor_watermarks WHERE workflow = 'r_eq';
+DELETE FROM idem_gate.policies WHERE workflow = 'r_eq';
+
 -- escalations are recorded in the audit trail
 SELECT outcome FROM idem_claim_ex('r_stuck', 'r_esc', NULL, NULL, 'run-9');
 SELECT backdate('r_esc', '1 hour');
