@@ -98,6 +98,12 @@ check "rows on a coordinator with a worker: moved into the shards" "1 1 0 0" \
 q "$LONE" "SELECT idem_fail('k1', 'wf', NULL, 'failed before any side effect', true)" >/dev/null
 check "a moved claim is granted again with a larger token" "new t" \
 	"$(q "$LONE" "SELECT outcome, token > $t1 FROM idem_claim_ex('k1', 'wf')" | tr '|' ' ')"
+# a token keeps the granting node's group id in its low 10 bits: a group
+# id past 1023 is refused by name (a transaction, so the claim runs here)
+check "a node group id of 1024 is refused: 54000" 54000 \
+	"$(try "$LONE" "BEGIN; UPDATE pg_catalog.pg_dist_local_group SET groupid = 1024; SELECT idem_claim('kg', 'wf'); ROLLBACK")"
+check "... and nothing changed" "0 0" \
+	"$(q "$LONE" "SELECT (SELECT groupid FROM pg_catalog.pg_dist_local_group), (SELECT count(*) FROM idem_gate.claims WHERE key = 'kg')" | tr '|' ' ')"
 node_stop "$LONE_W" immediate
 
 # -- distribute() -------------------------------------------------------
