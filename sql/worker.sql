@@ -63,13 +63,23 @@ SELECT wk_passed(:passes) AS background_pass;
 SELECT last_pass_at BETWEEN now() - interval '1 minute' AND clock_timestamp() AS last_pass_at,
 	last_pass_ms >= 0 AS last_pass_ms
   FROM idem_gate.stats;
+-- a list in idem_gate.database limits the janitor to those databases:
+-- with only postgres listed (which has no idem_gate), this one gets no pass
+-- even with a naptime of 1 s
+ALTER SYSTEM SET idem_gate.database = 'postgres';
+SELECT pg_reload_conf();
+SELECT pg_sleep(1);
+SELECT janitor_passes AS passes FROM idem_gate.stats \gset
+SELECT pg_sleep(2.5);
+SELECT janitor_passes - :passes AS passes_here_while_unlisted FROM idem_gate.stats;
+ALTER SYSTEM RESET idem_gate.database;
 -- and with a naptime of an hour, a database just served is not served
 -- again: at most the pass under way when the setting arrived ends
 ALTER SYSTEM SET idem_gate.naptime = '1h';
 SELECT pg_reload_conf();
 SELECT pg_sleep(1);
 SELECT janitor_passes AS passes FROM idem_gate.stats \gset
-SELECT pg_sleep(3);
+SELECT pg_sleep(2);
 SELECT janitor_passes - :passes <= 1 AS no_pass_before_the_naptime FROM idem_gate.stats;
 ALTER SYSTEM RESET idem_gate.naptime;
 SELECT pg_reload_conf();
