@@ -30,12 +30,14 @@
 #                  system server or network tools), "citus" (the short
 #                  Citus suite, test/suites/70_citus.sh: PG_CONFIG's
 #                  installation must have Citus or its source at hand, for
-#                  the mutants of src/citus.c), or any shell command, run
-#                  in the copy's root with PG_CONFIG exported and its
-#                  bindir first on PATH; it must exit non-zero when a test
-#                  fails
+#                  the mutants of src/citus.c), "all" (scripts/test.sh on
+#                  PG_CONFIG's major: every suite, about 8 minutes a
+#                  mutant; ports 55432 and 56801-56810), or any shell
+#                  command, run in the copy's root with PG_CONFIG exported
+#                  and its bindir first on PATH; it must exit non-zero when
+#                  a test fails
 #   --timeout S    seconds before a layer run counts as killed (default 300,
-#                  1200 for tap and full)
+#                  1200 for tap, full and citus, 2400 for all)
 #   --files GLOB   files to mutate (default src/*.c)
 #   --replay FILE  run exactly the mutants listed in FILE (one JSON object a
 #                  line, as written to the survivors file) instead of
@@ -304,13 +306,18 @@ def main():
     # status, but a failed check alone does not
     citus = ("bash test/suites/70_citus.sh > citus.log 2>&1; rc=$?; cat citus.log; "
              "[ $rc = 0 ] && tail -1 citus.log | grep -Eq '^[1-9][0-9]* passed, 0 failed$'")
+    # every suite of the test command on PG_CONFIG's major, the stress,
+    # model, vector, n8n, torture and Citus suites included
+    major = re.sub(r"^PostgreSQL (\d+).*", r"\1",
+                   subprocess.check_output([pg_config, "--version"], text=True).strip())
     layer = {"quick": "scripts/quick.sh",
              "tap": tap,
              "full": "scripts/quick.sh && " + tap,
              "citus": citus,
+             "all": "PG_MAJORS=%s scripts/test.sh" % major,
              }.get(args.layer, args.layer)
     if args.timeout is None:
-        args.timeout = 1200 if args.layer in ("tap", "full", "citus") else 300
+        args.timeout = {"tap": 1200, "full": 1200, "citus": 1200, "all": 2400}.get(args.layer, 300)
 
     # the unmutated code must build and pass, or every mutant looks killed
     if sh(make, copy, env) != 0:
