@@ -98,7 +98,7 @@ $node->psql('postgres', undef,
 		'-c', 'SELECT pg_sleep(4)' ]);
 my @alerts = ($stdout =~ /Asynchronous notification "idem_gate_alert" with payload "([^\n]*stuck_1[^\n]*)" received/g);
 is(scalar(@alerts), 1, 'one NOTIFY for the stuck claim, over several passes');
-like($alerts[0] // '', qr/"workflow":"wf","key":"stuck_1","token":\d+,"attempt":1,"claimed_at":"[^"]+","age":"00:20:0[^"]*","action":"alert"/,
+like($alerts[0] // '', qr/"workflow":"wf","key":"stuck_1","token":\d+,"attempt":1,"claimed_at":"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^"]*","age":"00:20:0[^"]*","action":"alert"/,
 	'the payload names workflow, key, token, attempt, claimed_at and age');
 my $log = slurp_file($node->logfile, $log_offset);
 my @lines = ($log =~ /(WARNING:  idem_gate: 1 claim stuck in processing\n[^\n]*stuck_1)/g);
