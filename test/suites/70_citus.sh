@@ -270,3 +270,10 @@ check "workflow_stats on the coordinator counts every shard" "wf_jan|2|0|0|0" \
 check "stats on the coordinator counts processing rows on every shard" \
 	"$(q "$COORD" "SELECT count(*) FROM idem_gate.claims WHERE state = 'processing'")" \
 	"$(q "$COORD" "SELECT rows_processing FROM idem_gate.stats")"
+
+# the probe of a Citus table reads the row through SQL: an answer about a
+# row that exists carries that row's claim time and attempt
+q "$COORD" "SELECT outcome FROM idem_claim_ex('probe_1', 'wf_probe')" >/dev/null
+at=$(q "$COORD" "SELECT claimed_at FROM idem_gate.claims WHERE workflow = 'wf_probe' AND key = 'probe_1'")
+check "an in_flight answer through the coordinator carries the row's claimed_at and attempt" "in_flight|$at|1" \
+	"$(q "$COORD" "SELECT outcome, claimed_at, attempt FROM idem_claim_ex('probe_1', 'wf_probe')")"
