@@ -17,6 +17,12 @@ CREATE FUNCTION backdate(wf text, by interval) RETURNS void LANGUAGE sql AS $$
 SET idem_gate.receipt_retention = '31d';
 SET idem_gate.retention = '1h';
 SET idem_gate.receipt_retention = '2h';
+-- as long as the retention is refused too, from either side
+SET idem_gate.receipt_retention = '1h';
+SET idem_gate.receipt_retention = '30min';
+SET idem_gate.retention = '30min';
+SHOW idem_gate.retention;
+RESET idem_gate.receipt_retention;
 RESET idem_gate.retention;
 INSERT INTO idem_gate.policies (workflow, retention, receipt_retention) VALUES ('r_bad', '1 day', '2 days');
 INSERT INTO idem_gate.policies (workflow, receipt_retention) VALUES ('r_bad', '0 seconds');
