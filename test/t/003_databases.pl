@@ -182,8 +182,12 @@ ok(gone($node, $_, 'locked'), "once the locks are released every pass finishes (
 # a launcher that ends (pg_terminate_backend; the postmaster starts it again
 # after 10 s) leaves its janitors at work: the next launcher finds the pass
 # in db1 still running in its slot, and starts no second one beside it
+set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'");
+wait_setting($node, 'idem_gate.naptime', '1h');
+sleep 1;	# no pass takes the claim before the lock is held
 old_claim($node, 'db1', 'locked');
 my $holder1 = lock_claim($node, 'db1', 'locked');
+set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
 my $first = waiting_janitor($node, 'db1', 0);
 ok($first, 'a pass in db1 waits for a lock');
 my $launcher = $node->safe_psql('postgres',
