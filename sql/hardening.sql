@@ -83,6 +83,28 @@ SELECT key, who = (SELECT r.rolname FROM pg_proc p JOIN pg_roles r ON r.oid = p.
 				   WHERE p.oid = 'idem_claim(text,text,interval)'::regprocedure) AS who_is_owner
   FROM public.audit_log;
 DROP TRIGGER h_audit ON idem_gate.claims;
+-- the guard holds for a trigger on inserts alone (the claims' writes) and
+-- for one on deletes alone (the janitor's and idem_release's)
+CREATE FUNCTION public.h_noop() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN NULL;
+END $$;
+CREATE TRIGGER h_ins AFTER INSERT ON idem_gate.claims
+	FOR EACH ROW EXECUTE FUNCTION public.h_noop();
+SET ROLE regress_h_client;
+CREATE TEMP TABLE h_dummy3 (x int);
+SELECT h_try($$SELECT idem_claim('h_insert_only', 'wf')$$);
+RESET ROLE;
+DROP TRIGGER h_ins ON idem_gate.claims;
+CREATE TRIGGER h_del AFTER DELETE ON idem_gate.claims
+	FOR EACH ROW EXECUTE FUNCTION public.h_noop();
+SET ROLE regress_h_operator;
+SELECT h_try($$SELECT * FROM idem_gate.janitor_run()$$);
+RESET ROLE;
+DROP TRIGGER h_del ON idem_gate.claims;
+\c
+DROP FUNCTION public.h_noop();
+SELECT count(*) AS rows_written FROM idem_gate.claims WHERE key = 'h_insert_only';
 
 ------------------------------------------------------------------------
 -- 2. pg_dump keeps the state (the dump and restore itself: test/t/004_dump.pl)
