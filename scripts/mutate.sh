@@ -194,27 +194,38 @@ def candidates(path):
     return src, found
 
 def line_and_column(src, offset):
-    """The text of the line holding offset, stripped, and where the token
-    at offset starts in it."""
+    """The text of the line holding offset, stripped, where the token at
+    offset starts in it, and the text of the nearest non-blank line above
+    (for the register's entries whose line occurs more than once)."""
     start = src.rfind("\n", 0, offset) + 1
     end = src.find("\n", offset)
     line = src[start:end if end >= 0 else len(src)]
     lead = len(line) - len(line.lstrip())
-    return line.strip(), offset - start - lead
+    above = [l.strip() for l in src[:start].splitlines() if l.strip()]
+    return line.strip(), offset - start - lead, above[-1] if above else ""
 
 def load_equivalents():
     """The register of equivalent mutants: (file, the source line's text
-    stripped, where the token starts in it, original, replacement) -> why.
-    By the line's text, not its number, so that the register survives
-    edits elsewhere in the file."""
+    stripped, where the token starts in it, original, replacement) -> the
+    entries (why, and the line above when the entry names it).  By the
+    line's text, not its number, so that the register survives edits
+    elsewhere in the file."""
     known = {}
     path = os.path.join(ROOT, "test", "mutation", "equivalent.jsonl")
     if os.path.exists(path):
         for l in open(path, encoding="utf-8"):
             if l.strip():
                 e = json.loads(l)
-                known[(e["file"], e["code"], e["at"], e["orig"], e["repl"])] = e["why"]
+                known.setdefault((e["file"], e["code"], e["at"], e["orig"], e["repl"]), []).append(e)
     return known
+
+def equivalent_why(known, r, src):
+    """Why the survivor r is equivalent, or None."""
+    code, at, above = line_and_column(src, r["offset"])
+    for e in known.get((r["file"], code, at, r["orig"], r["repl"]), []):
+        if e.get("above") in (None, above):
+            return e["why"]
+    return None
 
 # ---------------------------------------------------------------- running
 
@@ -395,8 +406,7 @@ def main():
     survived = [r for r in results if r["verdict"] == "SURVIVED"]
     known = load_equivalents()
     for r in survived:
-        code, at = line_and_column(sources[r["file"]], r["offset"])
-        r["why"] = known.get((r["file"], code, at, r["orig"], r["repl"]))
+        r["why"] = equivalent_why(known, r, sources[r["file"]])
     with open(survivors_path, "w") as o:
         for r in survived:
             o.write(json.dumps({k: r[k] for k in ("file", "offset", "orig", "repl", "line")}) + "\n")
