@@ -21,6 +21,20 @@ BEGIN
 	RETURN false;
 END $$;
 
+-- wk_passes_after_reload(seconds): reload the configuration, give the
+-- launcher a second to read it, then count the passes of the next seconds
+CREATE FUNCTION wk_passes_after_reload(seconds float8) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+	before bigint;
+BEGIN
+	PERFORM pg_reload_conf();
+	PERFORM pg_sleep(1);
+	SELECT janitor_passes INTO before FROM idem_gate.stats;
+	PERFORM pg_sleep(seconds);
+	RETURN (SELECT janitor_passes FROM idem_gate.stats) - before;
+END $$;
+
 -- wk_log(): the server log, next to the data directory
 CREATE FUNCTION wk_log() RETURNS text
 LANGUAGE plpgsql AS $$
@@ -67,20 +81,12 @@ SELECT last_pass_at BETWEEN now() - interval '1 minute' AND clock_timestamp() AS
 -- with only postgres listed (which has no idem_gate), this one gets no pass
 -- even with a naptime of 1 s
 ALTER SYSTEM SET idem_gate.database = 'postgres';
-SELECT pg_reload_conf();
-SELECT pg_sleep(1);
-SELECT janitor_passes AS passes FROM idem_gate.stats \gset
-SELECT pg_sleep(2.5);
-SELECT janitor_passes - :passes AS passes_here_while_unlisted FROM idem_gate.stats;
+SELECT wk_passes_after_reload(2.5) AS passes_here_while_unlisted;
 ALTER SYSTEM RESET idem_gate.database;
 -- and with a naptime of an hour, a database just served is not served
 -- again: at most the pass under way when the setting arrived ends
 ALTER SYSTEM SET idem_gate.naptime = '1h';
-SELECT pg_reload_conf();
-SELECT pg_sleep(1);
-SELECT janitor_passes AS passes FROM idem_gate.stats \gset
-SELECT pg_sleep(2);
-SELECT janitor_passes - :passes <= 1 AS no_pass_before_the_naptime FROM idem_gate.stats;
+SELECT wk_passes_after_reload(2) <= 1 AS no_pass_before_the_naptime;
 ALTER SYSTEM RESET idem_gate.naptime;
 SELECT pg_reload_conf();
 
@@ -90,4 +96,5 @@ SELECT count(*) AS lines_about_postgres
   FROM regexp_matches(wk_log(), 'database "postgres"', 'g');
 
 DROP FUNCTION wk_passed(bigint);
+DROP FUNCTION wk_passes_after_reload(float8);
 DROP FUNCTION wk_log();
