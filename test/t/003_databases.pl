@@ -12,16 +12,17 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time sleep);
 
-# an expired completed claim (40 days old: the default retention is 30)
+# an expired completed claim (40 days old unless told: the default
+# retention is 30)
 sub old_claim
 {
-	my ($node, $db, $key) = @_;
+	my ($node, $db, $key, $days) = @_;
+	my $at = "now() - interval '" . ($days // 40) . " days'";
 	$node->safe_psql($db, qq{
 		INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
 			created_at, claimed_at, updated_at, completed_at)
 		VALUES ('wf', '$key', 'completed', 1, nextval('idem_gate.token_seq'), '{}',
-			now() - interval '40 days', now() - interval '40 days',
-			now() - interval '40 days', now() - interval '40 days')});
+			$at, $at, $at, $at)});
 }
 
 # many expired rows: with idem_gate.batch_size = 1 a pass over them is long
@@ -58,10 +59,12 @@ sub gate_db
 	$node->safe_psql($db, 'CREATE EXTENSION idem_gate');
 }
 
-# a session holding the claim key of db locked, so that a pass there waits
+# an expired claim key in db, a day older than old_claim's so that a pass
+# meets it first, and a session holding it locked: a pass there waits
 sub lock_claim
 {
 	my ($node, $db, $key) = @_;
+	old_claim($node, $db, $key, 41);
 	my $session = $node->background_psql($db);
 	$session->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = '$key' FOR UPDATE;");
 	return $session;
@@ -153,7 +156,6 @@ sleep 1;
 my %blockers;
 for my $db (qw(db1 db2 db3))
 {
-	old_claim($node, $db, 'locked');
 	$blockers{$db} = lock_claim($node, $db, 'locked');
 }
 set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
@@ -185,7 +187,6 @@ ok(gone($node, $_, 'locked'), "once the locks are released every pass finishes (
 set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'");
 wait_setting($node, 'idem_gate.naptime', '1h');
 sleep 1;	# no pass takes the claim before the lock is held
-old_claim($node, 'db1', 'locked');
 my $holder1 = lock_claim($node, 'db1', 'locked');
 set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
 my $first = waiting_janitor($node, 'db1', 0);
@@ -252,8 +253,6 @@ set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'");
 wait_setting($node, 'idem_gate.naptime', '1h');
 sleep 1;
 bulk($node, 'dropx', 3000);
-old_claim($node, 'dropx', 'locked');
-$node->safe_psql('dropx', "UPDATE idem_gate.claims SET created_at = created_at - interval '1 day', claimed_at = claimed_at - interval '1 day', updated_at = updated_at - interval '1 day', completed_at = completed_at - interval '1 day' WHERE key = 'locked'");
 my $holder = lock_claim($node, 'dropx', 'locked');
 $log_offset = -s $node->logfile;
 set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
@@ -278,7 +277,6 @@ $node->safe_psql('postgres', 'DROP DATABASE dropx');
 set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'");
 wait_setting($node, 'idem_gate.naptime', '1h');
 gate_db($node, 'nap_a');
-old_claim($node, 'nap_a', 'locked');
 $holder = lock_claim($node, 'nap_a', 'locked');
 $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 ok(waiting_janitor($node, 'nap_a', 0), 'after a reload, a pass in the new database nap_a waits for a lock');
@@ -301,7 +299,6 @@ $node->safe_psql('postgres', "DROP DATABASE $_") for qw(nap_a nap_b);
 set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'; ALTER SYSTEM SET idem_gate.max_janitors = 1");
 wait_setting($node, 'idem_gate.max_janitors', '1');
 gate_db($node, 'hold_a');
-old_claim($node, 'hold_a', 'locked');
 $holder = lock_claim($node, 'hold_a', 'locked');
 $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 ok(waiting_janitor($node, 'hold_a', 0), 'the one janitor slot is taken by a pass waiting for a lock');
@@ -352,8 +349,6 @@ set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'");
 wait_setting($node, 'idem_gate.naptime', '1h');
 sleep 1;
 bulk($node, 'db1', 20000);
-old_claim($node, 'db1', 'locked');
-$node->safe_psql('db1', "UPDATE idem_gate.claims SET created_at = created_at - interval '1 day', claimed_at = claimed_at - interval '1 day', updated_at = updated_at - interval '1 day', completed_at = completed_at - interval '1 day' WHERE key = 'locked'");
 $node->safe_psql('db2', q{
 	INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
 		created_at, claimed_at, updated_at, completed_at)
