@@ -99,5 +99,20 @@ SELECT idem_claim('b13', 'bwf');
 SELECT idem_resolve('b13', 'bwf', 'completed', '{"by": "ops"}', 'paid by hand');
 SELECT action, state_before, state_after, reason FROM idem_gate.audit WHERE key = 'b13';
 
-DELETE FROM idem_gate.claims WHERE workflow = 'bwf';
+-- idem_gate.claim_many_group: one shard group of a batch on Citus (only
+-- the gate calls it; without Citus it claims here, as idem_claim_many)
+SELECT ord, key, outcome, token IS NOT NULL AS has_token
+  FROM idem_gate.claim_many_group(ARRAY['g2', 'g1', 'g2'], 'gwf', NULL, NULL, NULL, 'g2', ARRAY[7, 3, 9], 'postgres');
+SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3', 'g3'], 'gwf', NULL, ARRAY['fp-a', 'fp-b'], NULL, 'g3', ARRAY[4, 5], current_user)$$);
+SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3', ''], 'gwf', NULL, NULL, NULL, 'g3', ARRAY[4, 5], current_user)$$);
+SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3'], 'gwf', NULL, NULL, NULL, 'g3', NULL, current_user)$$);
+SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3'], 'gwf', NULL, NULL, NULL, 'g3', ARRAY[1, 2], current_user)$$);
+SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3'], 'gwf', NULL, NULL, NULL, 'g3', ARRAY[0], current_user)$$);
+SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3'], 'gwf', NULL, NULL, NULL, 'g3', ARRAY[NULL::int], current_user)$$);
+SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3'], 'gwf', NULL, NULL, NULL, 'g3', ARRAY[1], NULL)$$);
+SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3'], 'gwf', NULL, NULL, NULL, 'g3', ARRAY[1], 'no_such_role')$$);
+SELECT count(*) AS g3_claimed FROM idem_gate.claims WHERE key = 'g3';
+SELECT has_function_privilege('public', 'idem_gate.claim_many_group(text[],text,interval,text[],text,text,integer[],name)', 'EXECUTE') AS public_group;
+
+DELETE FROM idem_gate.claims WHERE workflow IN ('bwf', 'gwf');
 DROP FUNCTION b_try(text);

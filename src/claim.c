@@ -22,12 +22,14 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
 #include "idem_gate.h"
 #include "audit.h"
 #include "call.h"
+#include "citus_batch.h"
 #include "store.h"
 
 /* The arguments of one claim, checked. */
@@ -289,7 +291,8 @@ idem_claim_ex(PG_FUNCTION_ARGS)
 /* An element of idem_claim_many, in the order it is claimed. */
 typedef struct IgManyElem
 {
-	int			ord;			/* 1-based position in the input */
+	int			idx;			/* 0-based index in this call's arrays */
+	int			ord;			/* 1-based position in the caller's array */
 	Datum		key;
 	const char *key_str;
 	Datum		fingerprint;
@@ -342,22 +345,22 @@ ig_text_elements(FunctionCallInfo fcinfo, int argno, const char *what,
 }
 
 /*
- * idem_claim_many(keys, workflow, stale_interval, fingerprints,
- * execution_id): one row per element, in input order, each claimed as
+ * The body of idem_claim_many and of one of its shard groups on Citus
+ * (group): one row per element, in input order, each claimed as
  * idem_claim_ex would claim it.  Keys are claimed in sorted order, so two
  * calls sharing keys wait for each other in one order and never deadlock;
  * a key that occurs again later in the array is in_flight there.
  */
-PG_FUNCTION_INFO_V1(idem_claim_many);
-
-Datum
-idem_claim_many(PG_FUNCTION_ARGS)
+static void
+ig_many(FunctionCallInfo fcinfo, bool group)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	IgCall		call;
 	IgClaimArgs a;
 	Datum	   *keys;
 	Datum	   *fps = NULL;
+	int		   *ords = NULL;
+	int			guc_level = 0;
 	int			n;
 	IgManyElem *elems;
 	IgClaimResult *results;
@@ -380,24 +383,31 @@ idem_claim_many(PG_FUNCTION_ARGS)
 						   ArrayGetNItems(ARR_NDIM(PG_GETARG_ARRAYTYPE_P(3)),
 										  ARR_DIMS(PG_GETARG_ARRAYTYPE_P(3)))),
 				 errhint("Pass one fingerprint per key, or NULL for none.")));
+	if (group)
+		ords = ig_citus_group_ords(fcinfo, 6, n);
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
 	/* every argument is checked, even when there is nothing to claim */
 	ig_claim_args(fcinfo, 2, -1, 4, true, &a);
 	ig_call_open(fcinfo, &call, "idem_claim_many()", true);
+	if (group)
+		guc_level = ig_citus_group_begin(fcinfo, 7, call.workflow_str);
 	if (n == 0)
 	{
 		ig_call_end(&call);
-		return (Datum) 0;
+		if (group)
+			AtEOXact_GUC(true, guc_level);
+		return;
 	}
 
 	elems = palloc0(sizeof(IgManyElem) * n);
 	results = palloc0(sizeof(IgClaimResult) * n);
 	for (int i = 0; i < n; i++)
 	{
-		elems[i].ord = i + 1;
-		elems[i].key_str = ig_key_element(keys[i], i + 1, &elems[i].key);
+		elems[i].idx = i;
+		elems[i].ord = group ? ords[i] : i + 1;
+		elems[i].key_str = ig_key_element(keys[i], elems[i].ord, &elems[i].key);
 		if (fps != NULL)
 		{
 			text	   *fp = DatumGetTextPP(fps[i]);
@@ -405,11 +415,22 @@ idem_claim_many(PG_FUNCTION_ARGS)
 			if (VARSIZE_ANY_EXHDR(fp) == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("fingerprints[%d] must not be empty", i + 1),
+						 errmsg("fingerprints[%d] must not be empty", elems[i].ord),
 						 errhint("Pass NULL for no fingerprints.")));
 			elems[i].fingerprint = PointerGetDatum(fp);
 			elems[i].has_fp = true;
 		}
+	}
+
+	/*
+	 * On Citus, outside a transaction block, each shard group goes in one
+	 * round trip to the node holding it (citus_batch.c).
+	 */
+	if (!group && ig_citus_batch_applies())
+	{
+		ig_citus_claim_many(fcinfo, n, call.save_userid);
+		ig_call_end(&call);
+		return;
 	}
 	qsort(elems, n, sizeof(IgManyElem), ig_many_cmp);
 
@@ -419,7 +440,7 @@ idem_claim_many(PG_FUNCTION_ARGS)
 	for (int i = 0; i < n; i++)
 	{
 		IgManyElem *e = &elems[i];
-		IgClaimResult *res = &results[e->ord - 1];
+		IgClaimResult *res = &results[e->idx];
 
 		errcb.arg = &e->ord;
 		call.key = e->key;
@@ -438,7 +459,7 @@ idem_claim_many(PG_FUNCTION_ARGS)
 			if (a.grant.has_fp && stored_fp != NULL &&
 				strcmp(stored_fp, a.fingerprint_str) != 0)
 				ig_error_fingerprint(&call, a.fingerprint_str);
-			*res = results[elems[i - 1].ord - 1];
+			*res = results[elems[i - 1].idx];
 			res->outcome = IG_OUTCOME_IN_FLIGHT;
 			res->granted = false;
 		}
@@ -457,6 +478,8 @@ idem_claim_many(PG_FUNCTION_ARGS)
 	}
 	error_context_stack = errcb.previous;
 	ig_call_end(&call);
+	if (group)
+		AtEOXact_GUC(true, guc_level);
 
 	/* one shared-memory add per outcome, not per key */
 	for (int o = 0; o < IG_NUM_OUTCOMES; o++)
@@ -467,11 +490,38 @@ idem_claim_many(PG_FUNCTION_ARGS)
 		Datum		values[8];
 		bool		nulls[8] = {false, false, false, false, false, false, false, false};
 
-		values[0] = Int32GetDatum(i + 1);
+		values[0] = Int32GetDatum(group ? ords[i] : i + 1);
 		values[1] = keys[i];
 		ig_claim_values(rsinfo->setDesc, 2, &results[i], values, nulls);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+}
+
+/*
+ * idem_claim_many(keys, workflow, stale_interval, fingerprints,
+ * execution_id): one row per element, in input order (ig_many).
+ */
+PG_FUNCTION_INFO_V1(idem_claim_many);
+
+Datum
+idem_claim_many(PG_FUNCTION_ARGS)
+{
+	ig_many(fcinfo, false);
+	return (Datum) 0;
+}
+
+/*
+ * idem_gate.claim_many_group(keys, workflow, stale_interval, fingerprints,
+ * execution_id, anchor, ords, caller): the keys of one shard group of an
+ * idem_claim_many on Citus, sent by citus_batch.c to the node holding
+ * anchor's shard; ords are their positions in the caller's array.
+ */
+PG_FUNCTION_INFO_V1(idem_claim_many_group);
+
+Datum
+idem_claim_many_group(PG_FUNCTION_ARGS)
+{
+	ig_many(fcinfo, true);
 	return (Datum) 0;
 }
 

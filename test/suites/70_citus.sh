@@ -211,6 +211,46 @@ check "... its rows on both workers" "$W1 $W2" "$(qk "$COORD" "WITH k AS MATERIA
 many=$(q "$COORD" "SELECT string_agg(outcome::text, ' ' ORDER BY ord) FROM idem_claim_many(ARRAY['m6','m1','m9'], 'wf_many')")
 check "idem_claim_many again: duplicates in flight, a new key new" "in_flight in_flight new" "$many"
 check "... 7 rows with 7 tokens" "7 7" "$(q "$COORD" "SELECT count(*), count(DISTINCT token) FROM idem_gate.claims WHERE workflow = 'wf_many'" | tr '|' ' ')"
+# one delegated call per shard group: 12 keys, as many push-downs as shards
+groups=$(q "$COORD" "SELECT count(DISTINCT get_shard_id_for_distribution_column('idem_gate.claims', 'g' || i)) FROM generate_series(1, 12) i")
+wbefore=$(q "$COORD" "SELECT sum(result::bigint) FROM run_command_on_workers('SELECT claims_new FROM idem_gate.stats_counters()')")
+cbefore=$(q "$COORD" "SELECT claims_new FROM idem_gate.stats_counters()")
+dbg=$(as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$COORD" -d postgres -Atq \
+	-c "SET client_min_messages = debug1" \
+	-c "SELECT string_agg(ord || ':' || key || ':' || outcome, ' ' ORDER BY ord) FROM idem_claim_many(ARRAY(SELECT 'g' || i FROM generate_series(1, 12) i) || ARRAY['g3'], 'wf_groups')" 2>&1)
+check "idem_claim_many: one delegated call per shard group ($groups groups for 12 keys)" \
+	"$groups" "$(echo "$dbg" | grep -c 'pushing down the function call')"
+check "... rows in input order, the repeated key in_flight" \
+	"1:g1:new 2:g2:new 3:g3:new 4:g4:new 5:g5:new 6:g6:new 7:g7:new 8:g8:new 9:g9:new 10:g10:new 11:g11:new 12:g12:new 13:g3:in_flight" \
+	"$(echo "$dbg" | grep -v DEBUG)"
+check "... the groups ran on the workers: 12 new claims there, none on the coordinator" "12 0" \
+	"$(( $(q "$COORD" "SELECT sum(result::bigint) FROM run_command_on_workers('SELECT claims_new FROM idem_gate.stats_counters()')") - wbefore )) $(( $(q "$COORD" "SELECT claims_new FROM idem_gate.stats_counters()") - cbefore ))"
+dbg=$(as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$COORD" -d postgres -Atq \
+	-c "BEGIN" -c "SET client_min_messages = debug1" \
+	-c "SELECT count(*) FROM idem_claim_many(ARRAY['tx1','tx2','tx3','tx4'], 'wf_groups')" -c "ROLLBACK" 2>&1)
+check "inside BEGIN ... ROLLBACK: claimed key by key in the transaction, nothing kept" \
+	"0 4 0" "$(echo "$dbg" | grep -c 'pushing down the function call') $(echo "$dbg" | grep -v DEBUG | head -1) $(q "$COORD" "SELECT count(*) FROM idem_gate.claims WHERE key LIKE 'tx%'")"
+q "$COORD" "SELECT count(*) FROM idem_claim_many(ARRAY['h1','h2'], 'wf_groups', NULL, ARRAY['fp-a','fp-a'])" >/dev/null
+err=$(as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$COORD" -d postgres -Atq -v VERBOSITY=verbose \
+	-c "SELECT * FROM idem_claim_many(ARRAY['h3','h1','h4'], 'wf_groups', NULL, ARRAY['fp-a','fp-b','fp-a'])" 2>&1 || true)
+check "a group's error names the element's position in the whole array" "IG001 element 2 of keys" \
+	"$(echo "$err" | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\):.*/\1/p') $(echo "$err" | sed -n 's/^CONTEXT:  \(element [0-9]* of keys\).*/\1/p')"
+q "$COORD" "CREATE ROLE batcher LOGIN; GRANT EXECUTE ON FUNCTION idem_claim_many(text[], text, interval, text[], text) TO batcher; GRANT USAGE ON SCHEMA idem_gate TO batcher" >/dev/null
+asb() { as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$COORD" -d postgres -U batcher -Atq -v VERBOSITY=verbose -c "$1" 2>&1 || true; }
+check "a role granted idem_claim_many batches through the coordinator" "new new in_flight" \
+	"$(asb "SELECT string_agg(outcome::text, ' ' ORDER BY ord) FROM idem_claim_many(ARRAY['b1','b2','b1'], 'wf_roles')")"
+check "... but cannot call claim_many_group itself" 42501 \
+	"$(asb "SELECT * FROM idem_gate.claim_many_group(ARRAY['b9'], 'wf_roles', NULL, NULL, NULL, 'b9', ARRAY[1], 'postgres')" | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\):.*/\1/p')"
+# per-workflow grants are checked for the calling role on the groups' nodes
+for p in "$COORD" "$W1" "$W2"; do q "$p" "ALTER DATABASE postgres SET idem_gate.workflow_acl = on" >/dev/null; done
+q "$COORD" "SELECT idem_gate.grant_workflow('batcher', 'wf_roles')" >/dev/null
+err=$(asb "SELECT * FROM idem_claim_many(ARRAY['b3','b4','b5','b6'], 'wf_roles')")
+check "granted on the coordinator only: the workers refuse the groups (42501, naming the role)" "42501 yes 0" \
+	"$(echo "$err" | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\):.*/\1/p' | head -1) $(case "$err" in *batcher*) echo yes;; *) echo no;; esac) $(q "$COORD" "SELECT count(*) FROM idem_gate.claims WHERE key IN ('b3','b4','b5','b6')")"
+for p in "$W1" "$W2"; do q "$p" "SELECT idem_gate.grant_workflow('batcher', 'wf_roles')" >/dev/null; done
+check "granted on every node: the batch runs" "new new new new" \
+	"$(asb "SELECT string_agg(outcome::text, ' ' ORDER BY ord) FROM idem_claim_many(ARRAY['b3','b4','b5','b6'], 'wf_roles')")"
+for p in "$COORD" "$W1" "$W2"; do q "$p" "ALTER DATABASE postgres RESET idem_gate.workflow_acl" >/dev/null; done
 
 # -- races through the coordinator ----------------------------------------
 # 8 clients, each 150 takeovers (a stale interval of 1 microsecond) of 5

@@ -13,6 +13,26 @@
  * when called, and every step is skipped when already done, so calling it
  * twice is harmless.
  */
+/*
+ * One shard group of an idem_claim_many through a Citus node: the keys
+ * of the batch whose shard is anchor's, with their positions in the
+ * caller's array, claimed as idem_claim_many claims them.  distribute()
+ * registers it as a distributed function on anchor, so the node running
+ * idem_claim_many sends each group to the node holding its shard in one
+ * round trip.  Only the gate calls it (as the extension's owner, from
+ * idem_claim_many, which has checked the caller's EXECUTE privilege);
+ * caller is the role whose per-workflow grants apply.
+ */
+CREATE FUNCTION idem_gate.claim_many_group(keys text[], workflow text,
+	stale_interval interval, fingerprints text[], execution_id text,
+	anchor text, ords integer[], caller name)
+RETURNS TABLE (ord integer, key text, outcome idem_gate.outcome, token bigint,
+	attempt integer, state idem_gate.state, result jsonb, claimed_at timestamptz)
+AS 'MODULE_PATHNAME', 'idem_claim_many_group'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION idem_gate.claim_many_group(text[], text, interval, text[], text, text, integer[], name) IS 'internal: the keys of one shard group of idem_claim_many on Citus';
+REVOKE ALL ON FUNCTION idem_gate.claim_many_group(text[], text, interval, text[], text, text, integer[], name) FROM PUBLIC;
+
 CREATE FUNCTION idem_gate.distribute(shard_count integer DEFAULT 32)
 RETURNS text
 LANGUAGE plpgsql VOLATILE
@@ -132,6 +152,17 @@ BEGIN
 				OPERATOR(pg_catalog.||) ' delegated');
 		END IF;
 	END LOOP;
+
+	/* a batch's shard group runs on the node of its keys' shard */
+	IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_object o
+				   WHERE o.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+					 AND o.objid OPERATOR(pg_catalog.=) 'idem_gate.claim_many_group(text[], text, interval, text[], text, text, integer[], name)'::pg_catalog.regprocedure
+					 AND o.distribution_argument_index OPERATOR(pg_catalog.=) 5) THEN
+		PERFORM pg_catalog.create_distributed_function(
+			'idem_gate.claim_many_group(text[], text, interval, text[], text, text, integer[], name)'::pg_catalog.regprocedure,
+			'anchor', colocate_with := 'idem_gate.claims');
+		steps := steps OPERATOR(pg_catalog.||) 'idem_gate.claim_many_group delegated by shard group'::text;
+	END IF;
 
 	/*
 	 * idem_gate.workflow_stats walks the workflows with a recursive query,
