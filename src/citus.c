@@ -24,7 +24,9 @@
  *
  * The janitor: each node cleans the shards it holds, with its usual
  * statements aimed at the shard tables (Citus plans neither the ctid
- * batches nor SKIP LOCKED over a distributed table).
+ * batches nor SKIP LOCKED over a distributed table).  A worker's
+ * stuck-claim alerts are raised on the coordinator too, where the
+ * cluster's users listen.
  *
  *-------------------------------------------------------------------------
  */
@@ -94,6 +96,16 @@ ig_citus_catalog_first(const char *relname, Oid key, bool *found)
 	return result;
 }
 
+/* This node's Citus group id: 0 on the coordinator (and without Citus). */
+int32
+ig_citus_local_group(void)
+{
+	bool		found;
+	Datum		d = ig_citus_catalog_first("pg_dist_local_group", InvalidOid, &found);
+
+	return found ? DatumGetInt32(d) : 0;
+}
+
 /*
  * Is relid a Citus table on this node (distributed, reference or local to
  * the coordinator: in every case the rows are in shards)?  Sets *group to
@@ -103,7 +115,6 @@ bool
 ig_citus_table(Oid relid, int32 *group)
 {
 	bool		found;
-	Datum		d;
 
 	*group = 0;
 	if (!OidIsValid(get_extension_oid("citus", true)))
@@ -111,9 +122,7 @@ ig_citus_table(Oid relid, int32 *group)
 	(void) ig_citus_catalog_first("pg_dist_partition", relid, &found);
 	if (!found)
 		return false;
-	d = ig_citus_catalog_first("pg_dist_local_group", InvalidOid, &found);
-	if (found)
-		*group = DatumGetInt32(d);
+	*group = ig_citus_local_group();
 	if (*group < 0 || *group >= IG_CITUS_MAX_GROUPS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -224,4 +233,51 @@ ig_citus_shard_sql(const char *sql, const IgCitusShard *shard)
 			appendStringInfoChar(&buf, *p++);
 	}
 	return buf.data;
+}
+
+/*
+ * Raise the janitor's stuck-claim alerts of a worker node on the
+ * coordinator too, where the cluster's users listen: one command through
+ * Citus's run_command_on_coordinator() for the whole batch, sent before the
+ * batch commits, so an alert reaches the coordinator at least once (a batch
+ * that fails afterwards alerts its rows again at the next pass).  When the
+ * coordinator cannot be reached the alerts stay on this node and a WARNING
+ * says so.  SPI must be connected; its last result is replaced.
+ */
+void
+ig_citus_notify_coordinator(List *payloads)
+{
+	StringInfoData cmd;
+	ListCell   *lc;
+	Datum		arg;
+	bool		isnull;
+	Datum		ok;
+
+	initStringInfo(&cmd);
+	appendStringInfoString(&cmd, "SELECT pg_catalog.count(pg_catalog.pg_notify('idem_gate_alert', p))"
+						   " FROM pg_catalog.unnest(ARRAY[");
+	foreach(lc, payloads)
+	{
+		if (lc != list_head(payloads))
+			appendStringInfoChar(&cmd, ',');
+		appendStringInfoString(&cmd, quote_literal_cstr(lfirst(lc)));
+	}
+	appendStringInfoString(&cmd, "]::pg_catalog.text[]) AS p");
+
+	arg = CStringGetTextDatum(cmd.data);
+	if (SPI_execute_with_args("SELECT r.success, r.result"
+							  " FROM pg_catalog.run_command_on_coordinator($1) AS r",
+							  1, (Oid[]) {TEXTOID}, &arg, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not run a command on the Citus coordinator");
+	ok = (SPI_processed == 1) ?
+		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull) :
+		BoolGetDatum(false);
+	if (!DatumGetBool(ok))
+		ereport(WARNING,
+				(errmsg("idem_gate janitor could not raise %d stuck-claim alerts on the Citus coordinator",
+						list_length(payloads)),
+				 errdetail("%s", SPI_processed == 1 ?
+						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2) :
+						   "The coordinator is not in Citus's metadata."),
+				 errhint("The alerts were raised on this node; listeners on the coordinator missed them.")));
 }

@@ -2,7 +2,7 @@
  *
  * citus.h
  *	  idem_gate on Citus: what the janitor needs to clean the shards this
- *	  node holds (citus.c).
+ *	  node holds and to raise its alerts on the coordinator (citus.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -21,5 +21,7 @@ typedef struct IgCitusShard
 extern bool ig_store_is_citus(void);
 extern List *ig_citus_local_shards(void);
 extern char *ig_citus_shard_sql(const char *sql, const IgCitusShard *shard);
+extern int32 ig_citus_local_group(void);
+extern void ig_citus_notify_coordinator(List *payloads);
 
 #endif							/* IDEM_GATE_CITUS_H */

@@ -332,6 +332,8 @@ ig_batch(IgPass *pass, IgStep step, const char *workflow,
 		cursor->token = DatumGetInt64(SPI_getbinval(last, SPI_tuptable->tupdesc,
 													token_col, &isnull));
 	}
+	if (step == IG_STEP_STUCK)
+		ig_alert_forward(pass);
 	ig_unit_end(pass);
 
 	/* counted as each batch commits, so the counters follow the rows */
@@ -531,6 +533,7 @@ ig_local_shards(IgPass *pass, bool *citus)
 
 		shards = ig_citus_local_shards();
 		MemoryContextSwitchTo(old);
+		pass->forward_alerts = (ig_citus_local_group() != 0);
 	}
 	ig_unit_end(pass);
 	return shards;

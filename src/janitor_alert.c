@@ -96,6 +96,8 @@ ig_alert_rows(IgPass *pass, bool review)
 		appendStringInfo(&payload, ",\"action\":\"%s\"}",
 						 review ? "needs_review" : "alert");
 		Async_Notify("idem_gate_alert", payload.data);
+		if (pass->forward_alerts)
+			pass->forward = lappend(pass->forward, payload.data);
 
 		if (k < IG_ALERT_EXAMPLES)
 		{
@@ -107,4 +109,17 @@ ig_alert_rows(IgPass *pass, bool review)
 			MemoryContextSwitchTo(old);
 		}
 	}
+}
+
+/*
+ * On a Citus worker, raise the batch's alerts on the coordinator as well
+ * (citus.c), after the batch's rows have been read.
+ */
+void
+ig_alert_forward(IgPass *pass)
+{
+	if (pass->forward == NIL)
+		return;
+	ig_citus_notify_coordinator(pass->forward);
+	pass->forward = NIL;
 }

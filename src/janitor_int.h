@@ -64,6 +64,8 @@ typedef struct IgPass
 	uint64		calls;			/* gate calls seen at the last batch */
 	int			limit;			/* rows per batch now */
 	const IgCitusShard *shard;	/* on Citus: the local shard being cleaned */
+	bool		forward_alerts; /* a Citus worker: alerts go to the coordinator */
+	List	   *forward;		/* this batch's alert payloads to send there */
 } IgPass;
 
 /* The prepared statements, per catalog version. */
@@ -87,5 +89,6 @@ extern double ig_jfloat(HeapTuple tup, int col);
 
 /* janitor_alert.c */
 extern void ig_alert_rows(IgPass *pass, bool review);
+extern void ig_alert_forward(IgPass *pass);
 
 #endif							/* IDEM_GATE_JANITOR_INT_H */

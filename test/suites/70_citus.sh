@@ -291,6 +291,12 @@ q "$COORD" "SELECT idem_claim('jan_stuck_1', 'wf_jan')" >/dev/null
 q "$COORD" "SELECT idem_claim('jan_stuck_2', 'wf_jan')" >/dev/null
 set -- $(counters deleted_completed); del_w=$1; del_c=$2
 set -- $(counters alerts); al_w=$1; al_c=$2
+# a listener on the coordinator, where the alerts of the workers arrive
+listen_out=$CITUS_BASE/listen.out
+{ echo "LISTEN idem_gate_alert;"; for i in $(seq 1 120); do echo "SELECT pg_sleep(0.5);"; done; } |
+	as_pg "$CITUS_BIN/psql" -X -q -h "$CITUS_BASE" -p "$COORD" -d postgres >"$listen_out" 2>&1 &
+listener=$!
+sleep 1
 q "$COORD" "UPDATE idem_gate.claims SET created_at = '2000-01-01', claimed_at = '2000-01-01', updated_at = '2000-01-01', completed_at = CASE WHEN state = 'completed' THEN '2000-01-01'::timestamptz END WHERE workflow = 'wf_jan'" >/dev/null
 for i in $(seq 1 30); do
 	left=$(q "$COORD" "SELECT count(*) FROM idem_gate.claims WHERE workflow = 'wf_jan' AND state = 'completed'")
@@ -303,6 +309,14 @@ check "the janitors deleted the 20 expired rows, on the workers" "20 0" "$(( $1 
 set -- $(counters alerts)
 check "the 2 stuck claims were alerted once each, across the cluster" "2 0" "$(( $1 - al_w )) $(( $2 - al_c ))"
 check "the stuck claims are kept" 2 "$(q "$COORD" "SELECT count(*) FROM idem_gate.claims WHERE workflow = 'wf_jan'")"
+for i in $(seq 1 20); do
+	[ "$(grep -c '"key":"jan_stuck_' "$listen_out")" -ge 2 ] && break
+	sleep 1
+done
+kill "$listener" 2>/dev/null || true
+wait "$listener" 2>/dev/null || true
+check "a listener on the coordinator got each worker's alert once" "1 1" \
+	"$(grep -c '"key":"jan_stuck_1"' "$listen_out") $(grep -c '"key":"jan_stuck_2"' "$listen_out")"
 
 # -- the views on the coordinator show the whole cluster -------------------
 check "workflow_stats on the coordinator counts every shard" "wf_jan|2|0|0|0" \
