@@ -238,6 +238,7 @@ run_major() {
 			export IDEM_PG_BIN=/usr/lib/postgresql/$major/bin
 			export IDEM_PG_AS_POSTGRES="chroot $rootdir runuser -u postgres --"
 		fi
+		export IDEM_PG_ROOT=$rootdir
 		export IDEM_PG_MAJOR=$major
 		# their data directories go where the root sees them too
 		export TMPDIR="$WORK/$major/tmp"
@@ -252,7 +253,7 @@ run_major() {
 			sed 's/^/  /' "$LOGS/$major-$name.log" | tail -40
 			record_log "$name" "$LOGS/$major-$name.log" "$rc"
 		done
-		unset IDEM_PG_BIN IDEM_PG_AS_POSTGRES IDEM_PG_MAJOR TMPDIR
+		unset IDEM_PG_BIN IDEM_PG_AS_POSTGRES IDEM_PG_MAJOR IDEM_PG_ROOT TMPDIR
 	fi
 
 	"$REPO/scripts/cluster.sh" stop "$server_dir"

@@ -2,12 +2,21 @@
 # servers on loopback ports, run as user postgres.
 #
 # Needs PG_CONFIG (a PostgreSQL with idem_gate and Citus installed) and
-# CITUS_BASE (a directory for the data directories and sockets).
+# CITUS_BASE (a directory for the data directories and sockets).  Under
+# scripts/test.sh, IDEM_PG_BIN and IDEM_PG_AS_POSTGRES name the major's
+# programs and how to run them as postgres (through chroot for a major
+# that lives in a Debian root).
 
-CITUS_BIN=$("$PG_CONFIG" --bindir)
+CITUS_BIN=${IDEM_PG_BIN:-$("$PG_CONFIG" --bindir)}
 
 # as_pg CMD...: run a command as the postgres user
-as_pg() { runuser -u postgres -- "$@"; }
+as_pg() {
+	if [ -n "${IDEM_PG_AS_POSTGRES:-}" ]; then
+		$IDEM_PG_AS_POSTGRES "$@"
+	else
+		runuser -u postgres -- "$@"
+	fi
+}
 
 # q PORT SQL: one statement's result, unaligned, no headers
 q() { as_pg "$CITUS_BIN/psql" -X -v ON_ERROR_STOP=1 -h "$CITUS_BASE" -p "$1" -d postgres -Atqc "$2"; }
