@@ -1,7 +1,7 @@
 -- The schema contract of idem_gate: types and labels, the claims table,
 -- keys, constraints, indexes, function signatures and privileges.
 BEGIN;
-SELECT plan(143);
+SELECT plan(145);
 
 -- schema and types
 SELECT has_schema('idem_gate');
@@ -111,6 +111,7 @@ SELECT is(
 	(SELECT pg_get_function_result('public.idem_claim_many(text[],text,interval,text[],text)'::regprocedure)),
 	'TABLE(ord integer, key text, outcome idem_gate.outcome, token bigint, attempt integer, state idem_gate.state, result jsonb, claimed_at timestamp with time zone)',
 	'idem_claim_many result columns');
+SELECT has_function('idem_gate', 'cluster_counters', ARRAY[]::text[]);
 SELECT has_function('idem_gate', 'claim_many_group', ARRAY['text[]', 'text', 'interval', 'text[]', 'text', 'text', 'integer[]', 'name']);
 SELECT has_function('public', 'idem_release', ARRAY['text', 'text', 'text']);
 SELECT function_returns('public', 'idem_release', ARRAY['text', 'text', 'text'], 'boolean');
@@ -183,7 +184,8 @@ SELECT is(has_function_privilege('public', f, 'EXECUTE'), false, f || ' is not e
 	'idem_gate.revoke_workflow(name,text)',
 	'idem_gate.workflow_acl_changed()',
 	'idem_gate.sync_token_seq()',
-	'idem_gate.claim_many_group(text[],text,interval,text[],text,text,integer[],name)']) f;
+	'idem_gate.claim_many_group(text[],text,interval,text[],text,text,integer[],name)',
+	'idem_gate.cluster_counters()']) f;
 SELECT is(has_table_privilege('public', t, p), false, 'PUBLIC has no ' || p || ' on ' || t)
   FROM unnest(ARRAY['idem_gate.audit', 'idem_gate.janitor_watermarks', 'idem_gate.workflow_stats',
 	'idem_gate.workflow_acl']) t,

@@ -325,6 +325,16 @@ check "workflow_stats on the coordinator counts every shard" "wf_jan|2|0|0|0" \
 check "stats on the coordinator counts processing rows on every shard" \
 	"$(q "$COORD" "SELECT count(*) FROM idem_gate.claims WHERE state = 'processing'")" \
 	"$(q "$COORD" "SELECT rows_processing FROM idem_gate.stats")"
+check "stats on the coordinator sums the counters of every node" \
+	"$(q "$COORD" "SELECT sum((result::json->>'claims_new')::bigint) || ' ' || sum((result::json->>'alerts')::bigint) FROM run_command_on_all_nodes('SELECT row_to_json(c) FROM idem_gate.stats_counters() c')")" \
+	"$(q "$COORD" "SELECT claims_new || ' ' || alerts FROM idem_gate.stats")"
+q "$COORD" "ANALYZE idem_gate.claims" >/dev/null
+check "... and estimates the completed rows from every shard's statistics" \
+	"$(q "$COORD" "SELECT count(*) FROM idem_gate.claims WHERE state = 'completed'")" \
+	"$(q "$COORD" "SELECT rows_completed_estimate FROM idem_gate.stats")"
+q "$COORD" "CREATE ROLE watcher LOGIN; GRANT USAGE ON SCHEMA idem_gate TO watcher; GRANT SELECT ON idem_gate.stats TO watcher; GRANT EXECUTE ON FUNCTION idem_gate.cluster_counters() TO watcher" >/dev/null
+check "a role granted the view reads the cluster's counters" "t" \
+	"$(as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$COORD" -d postgres -U watcher -Atq -c "SELECT available AND claims_new > 0 FROM idem_gate.stats" 2>&1)"
 
 # the probe of a Citus table reads the row through SQL: an answer about a
 # row that exists carries that row's claim time and attempt

@@ -14,6 +14,87 @@
  * twice is harmless.
  */
 /*
+ * idem_gate.stats on a Citus coordinator (distribute() points the view at
+ * it): the counters of every node summed (the last pass and its duration
+ * the latest, the reset the earliest; available only if every node
+ * answered with idem_gate preloaded), and the completed-rows estimate from
+ * the statistics of every shard, where the coordinator's own table is an
+ * empty shell.  It runs as the extension's owner, so that a role granted
+ * the view needs no rights on the nodes' counters.
+ */
+CREATE FUNCTION idem_gate.cluster_counters(
+	OUT available boolean,
+	OUT claims_new bigint,
+	OUT claims_in_flight bigint,
+	OUT claims_completed bigint,
+	OUT claims_stale_taken bigint,
+	OUT claims_needs_review bigint,
+	OUT completions bigint,
+	OUT fails_retryable bigint,
+	OUT fails_needs_review bigint,
+	OUT resolves bigint,
+	OUT deleted_completed bigint,
+	OUT deleted_failed bigint,
+	OUT alerts bigint,
+	OUT escalations bigint,
+	OUT janitor_passes bigint,
+	OUT releases bigint,
+	OUT receipts_cleared bigint,
+	OUT fingerprint_mismatches bigint,
+	OUT sql_fallbacks bigint,
+	OUT last_pass_at timestamptz,
+	OUT last_pass_ms double precision,
+	OUT reset_at timestamptz,
+	OUT rows_estimate bigint)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	nodes bigint;
+	answered bigint;
+BEGIN
+	SELECT pg_catalog.count(*), pg_catalog.count(*) FILTER (WHERE r.success),
+		   pg_catalog.bool_and(c.available),
+		   pg_catalog.sum(c.claims_new)::bigint,
+		   pg_catalog.sum(c.claims_in_flight)::bigint,
+		   pg_catalog.sum(c.claims_completed)::bigint,
+		   pg_catalog.sum(c.claims_stale_taken)::bigint,
+		   pg_catalog.sum(c.claims_needs_review)::bigint,
+		   pg_catalog.sum(c.completions)::bigint,
+		   pg_catalog.sum(c.fails_retryable)::bigint,
+		   pg_catalog.sum(c.fails_needs_review)::bigint,
+		   pg_catalog.sum(c.resolves)::bigint,
+		   pg_catalog.sum(c.deleted_completed)::bigint,
+		   pg_catalog.sum(c.deleted_failed)::bigint,
+		   pg_catalog.sum(c.alerts)::bigint,
+		   pg_catalog.sum(c.escalations)::bigint,
+		   pg_catalog.sum(c.janitor_passes)::bigint,
+		   pg_catalog.sum(c.releases)::bigint,
+		   pg_catalog.sum(c.receipts_cleared)::bigint,
+		   pg_catalog.sum(c.fingerprint_mismatches)::bigint,
+		   pg_catalog.sum(c.sql_fallbacks)::bigint,
+		   pg_catalog.max(c.last_pass_at),
+		   pg_catalog.max(c.last_pass_ms),
+		   pg_catalog.min(c.reset_at)
+	  INTO nodes, answered, available, claims_new, claims_in_flight, claims_completed, claims_stale_taken, claims_needs_review, completions, fails_retryable, fails_needs_review, resolves, deleted_completed, deleted_failed, alerts, escalations, janitor_passes, releases, receipts_cleared, fingerprint_mismatches, sql_fallbacks, last_pass_at, last_pass_ms, reset_at
+	  FROM pg_catalog.run_command_on_all_nodes(
+			'SELECT pg_catalog.row_to_json(c) FROM idem_gate.stats_counters() c') r
+	  LEFT JOIN LATERAL pg_catalog.json_to_record(
+			CASE WHEN r.success THEN r.result::pg_catalog.json END)
+			AS c(available boolean, claims_new bigint, claims_in_flight bigint, claims_completed bigint, claims_stale_taken bigint, claims_needs_review bigint, completions bigint, fails_retryable bigint, fails_needs_review bigint, resolves bigint, deleted_completed bigint, deleted_failed bigint, alerts bigint, escalations bigint, janitor_passes bigint, releases bigint, receipts_cleared bigint, fingerprint_mismatches bigint, sql_fallbacks bigint, last_pass_at timestamptz, last_pass_ms double precision, reset_at timestamptz) ON true;
+	available := COALESCE(available, false) AND answered OPERATOR(pg_catalog.=) nodes;
+	SELECT COALESCE(pg_catalog.sum(GREATEST(0, r.result::pg_catalog.float8)), 0)::bigint
+	  INTO rows_estimate
+	  FROM pg_catalog.run_command_on_shards('idem_gate.claims',
+			'SELECT c.reltuples FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) ''%s''::pg_catalog.regclass') r
+	 WHERE r.success;
+END
+$$;
+COMMENT ON FUNCTION idem_gate.cluster_counters() IS 'on a Citus coordinator: the counters of every node summed and the shards'' row estimate (idem_gate.stats reads it there)';
+REVOKE ALL ON FUNCTION idem_gate.cluster_counters() FROM PUBLIC;
+
+/*
  * One shard group of an idem_claim_many through a Citus node: the keys
  * of the batch whose shard is anchor's, with their positions in the
  * caller's array, claimed as idem_claim_many claims them.  distribute()
@@ -185,6 +266,56 @@ BEGIN
 		FROM idem_gate.claims c
 		GROUP BY c.workflow;
 		steps := steps OPERATOR(pg_catalog.||) 'workflow_stats counted per shard'::text;
+	END IF;
+
+	/*
+	 * idem_gate.stats on the coordinator: the counters of every node and
+	 * the completed rows of every shard (idem_gate.cluster_counters());
+	 * same columns, same grants.
+	 */
+	IF pg_catalog.pg_get_viewdef('idem_gate.stats'::pg_catalog.regclass)
+		OPERATOR(pg_catalog.!~~) '%cluster_counters%' THEN
+		CREATE OR REPLACE VIEW idem_gate.stats AS
+		SELECT s.available,
+			s.claims_new,
+			s.claims_in_flight,
+			s.claims_completed,
+			s.claims_stale_taken,
+			s.claims_needs_review,
+			s.completions,
+			s.fails_retryable,
+			s.fails_needs_review,
+			s.resolves,
+			s.deleted_completed,
+			s.deleted_failed,
+			s.alerts,
+			s.escalations,
+			s.janitor_passes,
+			s.releases,
+			s.receipts_cleared,
+			s.fingerprint_mismatches,
+			s.sql_fallbacks,
+			s.last_pass_at,
+			s.last_pass_ms,
+			s.reset_at,
+			g.rows_processing, g.rows_failed_retryable, g.rows_needs_review,
+			GREATEST(0, s.rows_estimate
+					 OPERATOR(pg_catalog.-) g.rows_processing
+					 OPERATOR(pg_catalog.-) g.rows_failed_retryable
+					 OPERATOR(pg_catalog.-) g.rows_needs_review) AS rows_completed_estimate,
+			pg_catalog.now() OPERATOR(pg_catalog.-) g.oldest_processing_at AS oldest_processing_age
+		FROM idem_gate.cluster_counters() s,
+			(SELECT
+				(SELECT pg_catalog.count(*) FROM idem_gate.claims
+				 WHERE state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state) AS rows_processing,
+				(SELECT pg_catalog.count(*) FROM idem_gate.claims
+				 WHERE state OPERATOR(pg_catalog.=) 'failed_retryable'::idem_gate.state) AS rows_failed_retryable,
+				(SELECT pg_catalog.count(*) FROM idem_gate.claims
+				 WHERE state OPERATOR(pg_catalog.=) 'needs_review'::idem_gate.state) AS rows_needs_review,
+				(SELECT pg_catalog.min(updated_at) FROM idem_gate.claims
+				 WHERE state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state) AS oldest_processing_at
+			) g;
+		steps := steps OPERATOR(pg_catalog.||) 'stats summed over the nodes'::text;
 	END IF;
 
 	IF pg_catalog.cardinality(steps) OPERATOR(pg_catalog.=) 0 THEN
