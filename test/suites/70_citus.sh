@@ -278,6 +278,58 @@ final=$(q "$COORD" "SELECT string_agg(key || '=' || token, ' ' ORDER BY key) FRO
 want=$(awk '$4 == "new" || $4 == "stale_taken" { if ($5 > m[$3]) m[$3] = $5 } END { for (k in m) print k "=" m[k] }' "$CITUS_BASE/race.all" | sort | tr '\n' ' ' | sed 's/ $//')
 check "races: each key holds its largest granted token" "$want" "$final"
 
+# -- the isolation specs' interleavings, through the coordinator ----------
+# (test/citus/steps.sh).  s1 works in BEGIN ... COMMIT (not delegated: the
+# coordinator holds the row lock on the worker's shard); s2's call is a
+# delegated statement that must wait for it.
+. "$here/steps.sh"
+# iso NAME S1_FIRST S1_END S2_CALL EXPECTED: s1 begins and runs S1_FIRST;
+# s2's call then waits; s1 ends with S1_END; s2 answers EXPECTED
+iso() {
+	s_open s1; s_open s2
+	s_send s1 "BEGIN;"
+	s_send s1 "$2"
+	s_wait s1 1 || true
+	s_send s2 "$4"
+	sleep 1.5
+	local waited=$(s_lines s2)
+	s_send s1 "$3"
+	s_send s1 "SELECT 'ended';"
+	s_wait s1 2 || true
+	s_wait s2 1 || true
+	check "$1" "0 $5" "$waited $(s_answer s2 1)"
+	s_close s1; s_close s2
+	wait
+}
+iso "new-key race: the second claim waits for the first, in_flight once it commits" \
+	"SELECT outcome FROM idem_claim_ex('iso_1', 'wf_iso', NULL, NULL, 'run-1');" "COMMIT;" \
+	"SELECT outcome FROM idem_claim_ex('iso_1', 'wf_iso', NULL, NULL, 'run-2');" in_flight
+iso "new-key race: the first rolls back, the waiter gets the claim" \
+	"SELECT outcome FROM idem_claim_ex('iso_2', 'wf_iso', NULL, NULL, 'run-1');" "ROLLBACK;" \
+	"SELECT outcome || ' ' || token % 1024 FROM idem_claim_ex('iso_2', 'wf_iso', NULL, NULL, 'run-2');" \
+	"new $(q "$COORD" "SELECT groupid FROM pg_dist_placement WHERE shardid = get_shard_id_for_distribution_column('idem_gate.claims', 'iso_2')")"
+t3=$(q "$COORD" "SELECT token FROM idem_claim_ex('iso_3', 'wf_iso', NULL, NULL, 'run-1')")
+q "$COORD" "UPDATE idem_gate.claims SET created_at = now() - interval '1 hour', claimed_at = now() - interval '1 hour', updated_at = now() - interval '1 hour' WHERE workflow = 'wf_iso' AND key = 'iso_3'" >/dev/null
+iso "a takeover waits for a completion in progress, then answers completed" \
+	"SELECT idem_complete('iso_3', 'wf_iso', $t3, '{\"paid\": true}');" "COMMIT;" \
+	"SELECT outcome || ' ' || (result->>'paid') FROM idem_claim_ex('iso_3', 'wf_iso', '1 minute');" "completed true"
+t4=$(q "$COORD" "SELECT token FROM idem_claim_ex('iso_4', 'wf_iso', NULL, NULL, 'run-1')")
+q "$COORD" "UPDATE idem_gate.claims SET created_at = now() - interval '1 hour', claimed_at = now() - interval '1 hour', updated_at = now() - interval '1 hour' WHERE workflow = 'wf_iso' AND key = 'iso_4'" >/dev/null
+iso "a completion waits for a takeover in progress, then is fenced off" \
+	"SELECT outcome FROM idem_claim_ex('iso_4', 'wf_iso', '1 minute', NULL, 'run-2');" "COMMIT;" \
+	"SELECT idem_complete('iso_4', 'wf_iso', $t4, '{}');" \
+	"ERROR:  token $t4 no longer owns key \"iso_4\" in workflow \"wf_iso\""
+q "$COORD" "SELECT idem_claim('iso_5', 'wf_iso')" >/dev/null
+iso "a completion waits for an operator's release, then finds no claim" \
+	"SELECT idem_release('iso_5', 'wf_iso', 'stuck run');" "COMMIT;" \
+	"SELECT idem_complete('iso_5', 'wf_iso', NULL, '{}');" \
+	"ERROR:  cannot complete key \"iso_5\" in workflow \"wf_iso\": no claim exists"
+check "... and the key is new again" new "$(q "$COORD" "SELECT outcome FROM idem_claim_ex('iso_5', 'wf_iso')")"
+iso "idem_claim_many waits for a claim in progress on one of its keys" \
+	"SELECT outcome FROM idem_claim_ex('iso_6', 'wf_iso', NULL, NULL, 'run-1');" "COMMIT;" \
+	"SELECT string_agg(outcome::text, ' ' ORDER BY ord) FROM idem_claim_many(ARRAY['iso_7', 'iso_6', 'iso_8'], 'wf_iso');" \
+	"new in_flight new"
+
 # -- the janitor: each node cleans the shards it holds --------------------
 # counters NAME: the sum over the workers, and the coordinator's
 counters() {
