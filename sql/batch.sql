@@ -107,6 +107,7 @@ SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3', 'g3'], 'gwf'
 SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3', ''], 'gwf', NULL, NULL, NULL, 'g3', ARRAY[4, 5], current_user)$$);
 SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3'], 'gwf', NULL, NULL, NULL, 'g3', NULL, current_user)$$);
 SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3'], 'gwf', NULL, NULL, NULL, 'g3', ARRAY[1, 2], current_user)$$);
+SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3', 'g4'], 'gwf', NULL, NULL, NULL, 'g3', ARRAY[[1, 2]], current_user)$$);
 SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3'], 'gwf', NULL, NULL, NULL, 'g3', ARRAY[0], current_user)$$);
 SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3'], 'gwf', NULL, NULL, NULL, 'g3', ARRAY[NULL::int], current_user)$$);
 SELECT b_try($$SELECT * FROM idem_gate.claim_many_group(ARRAY['g3'], 'gwf', NULL, NULL, NULL, 'g3', ARRAY[1], NULL)$$);

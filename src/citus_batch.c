@@ -223,9 +223,14 @@ ig_citus_group_ords(FunctionCallInfo fcinfo, int argno, int n)
 				 errmsg("ords must not be null"),
 				 errhint("Pass the position of each key in the caller's array.")));
 	arr = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ords must be a one-dimensional array"),
+				 errhint("Pass the position of each key in the caller's array.")));
 	deconstruct_array(arr, INT4OID, sizeof(int32), true, TYPALIGN_INT,
 					  &d, &isnull, &m);
-	if (m != n || ARR_NDIM(arr) > 1)
+	if (m != n)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("ords must have as many elements as keys"),

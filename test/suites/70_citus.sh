@@ -234,6 +234,17 @@ err=$(as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$COORD" -d postgres -Atq -
 	-c "SELECT * FROM idem_claim_many(ARRAY['h3','h1','h4'], 'wf_groups', NULL, ARRAY['fp-a','fp-b','fp-a'])" 2>&1 || true)
 check "a group's error names the element's position in the whole array" "IG001 element 2 of keys" \
 	"$(echo "$err" | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\):.*/\1/p') $(echo "$err" | sed -n 's/^CONTEXT:  \(element [0-9]* of keys\).*/\1/p')"
+# a group that runs on the receiving node itself (here: claim_many_group
+# not registered, as in a gate distributed before it existed) is one
+# transaction there: an error in it keeps none of its claims
+q "$COORD" "DELETE FROM pg_dist_object WHERE objid = 'idem_gate.claim_many_group(text[], text, interval, text[], text, text, integer[], name)'::regprocedure" >/dev/null
+err=$(as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$COORD" -d postgres -Atq -v VERBOSITY=verbose \
+	-c "SET client_min_messages = debug1" \
+	-c "SELECT * FROM idem_claim_many(ARRAY['loc_1', 'loc_1'], 'wf_groups', NULL, ARRAY['fp-a', 'fp-b'])" 2>&1 || true)
+check "a group not delegated runs in one transaction: its error keeps nothing" "0 IG001 0" \
+	"$(echo "$err" | grep -c 'pushing down the function call') $(echo "$err" | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\):.*/\1/p') $(q "$COORD" "SELECT count(*) FROM idem_gate.claims WHERE key = 'loc_1'")"
+check "a second distribute() registers claim_many_group again" "idem_gate.claim_many_group delegated by shard group" \
+	"$(q "$COORD" "SELECT idem_gate.distribute()")"
 q "$COORD" "CREATE ROLE batcher LOGIN; GRANT EXECUTE ON FUNCTION idem_claim_many(text[], text, interval, text[], text) TO batcher; GRANT USAGE ON SCHEMA idem_gate TO batcher" >/dev/null
 asb() { as_pg "$CITUS_BIN/psql" -X -h "$CITUS_BASE" -p "$COORD" -d postgres -U batcher -Atq -v VERBOSITY=verbose -c "$1" 2>&1 || true; }
 check "a role granted idem_claim_many batches through the coordinator" "new new in_flight" \
