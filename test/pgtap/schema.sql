@@ -1,7 +1,7 @@
 -- The schema contract of idem_gate: types and labels, the claims table,
 -- keys, constraints, indexes, function signatures and privileges.
 BEGIN;
-SELECT plan(145);
+SELECT plan(150);
 
 -- schema and types
 SELECT has_schema('idem_gate');
@@ -128,6 +128,7 @@ SELECT is(
 SELECT volatility_is('public', 'idem_claim', ARRAY['text', 'text', 'interval'], 'volatile');
 SELECT has_function('idem_gate', 'stats_reset', ARRAY[]::text[]);
 SELECT has_view('idem_gate', 'stats', 'the stats view exists');
+SELECT has_view('idem_gate', 'stats_gauges', 'the live gauges of the stats view exist');
 SELECT has_table('idem_gate', 'policies', 'idem_gate.policies exists');
 SELECT col_is_pk('idem_gate', 'policies', 'workflow', 'one policy per workflow');
 SELECT col_type_is('idem_gate', 'policies', c, 'interval', c || ' is an interval')
@@ -188,7 +189,7 @@ SELECT is(has_function_privilege('public', f, 'EXECUTE'), false, f || ' is not e
 	'idem_gate.cluster_counters()']) f;
 SELECT is(has_table_privilege('public', t, p), false, 'PUBLIC has no ' || p || ' on ' || t)
   FROM unnest(ARRAY['idem_gate.audit', 'idem_gate.janitor_watermarks', 'idem_gate.workflow_stats',
-	'idem_gate.workflow_acl']) t,
+	'idem_gate.workflow_acl', 'idem_gate.stats_gauges']) t,
 	   unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) p;
 SELECT is(has_table_privilege('public', 'idem_gate.claims', p), false, 'PUBLIC has no ' || p || ' on idem_gate.claims')
   FROM unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) p;

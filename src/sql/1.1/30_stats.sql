@@ -1,5 +1,24 @@
 
 /*
+ * The live gauges of idem_gate.stats: the rows that are not completed,
+ * counted exactly (index ranges of normally small sets), and the oldest
+ * claim in processing.  Its own view, so that the cluster-wide stats of
+ * distribute() read the same figures.
+ */
+CREATE VIEW idem_gate.stats_gauges AS
+SELECT
+	(SELECT pg_catalog.count(*) FROM idem_gate.claims
+	 WHERE state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state) AS rows_processing,
+	(SELECT pg_catalog.count(*) FROM idem_gate.claims
+	 WHERE state OPERATOR(pg_catalog.=) 'failed_retryable'::idem_gate.state) AS rows_failed_retryable,
+	(SELECT pg_catalog.count(*) FROM idem_gate.claims
+	 WHERE state OPERATOR(pg_catalog.=) 'needs_review'::idem_gate.state) AS rows_needs_review,
+	(SELECT pg_catalog.min(updated_at) FROM idem_gate.claims
+	 WHERE state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state) AS oldest_processing_at;
+COMMENT ON VIEW idem_gate.stats_gauges IS 'live gauges of the claims table that idem_gate.stats shows';
+REVOKE ALL ON TABLE idem_gate.stats_gauges FROM PUBLIC;
+
+/*
  * The counters gain releases, cleared receipts, fingerprint mismatches and
  * fallbacks of the gate's writes to SQL.  A new shape is a new function
  * (and view); the GRANTs a DBA gave on the 1.0 view are carried over.
@@ -69,16 +88,7 @@ BEGIN
 				 OPERATOR(pg_catalog.-) g.rows_needs_review) AS rows_completed_estimate,
 		pg_catalog.now() OPERATOR(pg_catalog.-) g.oldest_processing_at AS oldest_processing_age
 	FROM idem_gate.stats_counters() s,
-		(SELECT
-			(SELECT pg_catalog.count(*) FROM idem_gate.claims
-			 WHERE state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state) AS rows_processing,
-			(SELECT pg_catalog.count(*) FROM idem_gate.claims
-			 WHERE state OPERATOR(pg_catalog.=) 'failed_retryable'::idem_gate.state) AS rows_failed_retryable,
-			(SELECT pg_catalog.count(*) FROM idem_gate.claims
-			 WHERE state OPERATOR(pg_catalog.=) 'needs_review'::idem_gate.state) AS rows_needs_review,
-			(SELECT pg_catalog.min(updated_at) FROM idem_gate.claims
-			 WHERE state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state) AS oldest_processing_at
-		) g;
+		idem_gate.stats_gauges g;
 	FOREACH g IN ARRAY COALESCE(grants, '{}') LOOP
 		EXECUTE g;
 	END LOOP;

@@ -304,17 +304,7 @@ BEGIN
 					 OPERATOR(pg_catalog.-) g.rows_failed_retryable
 					 OPERATOR(pg_catalog.-) g.rows_needs_review) AS rows_completed_estimate,
 			pg_catalog.now() OPERATOR(pg_catalog.-) g.oldest_processing_at AS oldest_processing_age
-		FROM idem_gate.cluster_counters() s,
-			(SELECT
-				(SELECT pg_catalog.count(*) FROM idem_gate.claims
-				 WHERE state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state) AS rows_processing,
-				(SELECT pg_catalog.count(*) FROM idem_gate.claims
-				 WHERE state OPERATOR(pg_catalog.=) 'failed_retryable'::idem_gate.state) AS rows_failed_retryable,
-				(SELECT pg_catalog.count(*) FROM idem_gate.claims
-				 WHERE state OPERATOR(pg_catalog.=) 'needs_review'::idem_gate.state) AS rows_needs_review,
-				(SELECT pg_catalog.min(updated_at) FROM idem_gate.claims
-				 WHERE state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state) AS oldest_processing_at
-			) g;
+		FROM idem_gate.cluster_counters() s, idem_gate.stats_gauges g;
 		steps := steps OPERATOR(pg_catalog.||) 'stats summed over the nodes'::text;
 	END IF;
 
