@@ -97,21 +97,21 @@ ig_sub_array(Datum *elems, const IgShardElem *order, int from, int count,
 }
 
 /*
- * Claim idem_claim_many's n keys (fcinfo's arguments, checked) by shard
- * group and put the rows, in input order, in its result.  Runs with the
- * owner's rights (claim_many_group is not public); caller is the role
- * whose per-workflow grants each group's node checks.
+ * Claim idem_claim_many's n keys (and fingerprints, or NULL: its
+ * arguments, checked and taken apart by claim.c) by shard group and put
+ * the rows, in input order, in its result.  Runs with the owner's rights
+ * (claim_many_group is not public); caller is the role whose per-workflow
+ * grants each group's node checks.
  */
 void
-ig_citus_claim_many(FunctionCallInfo fcinfo, int n, Oid caller)
+ig_citus_claim_many(FunctionCallInfo fcinfo, Datum *keys, Datum *fps, int n,
+					Oid caller)
 {
 	static const char *const group_sql =
 		"SELECT * FROM idem_gate.claim_many_group($1, $2, $3, $4, $5, $6, $7, $8)";
 	static const Oid group_types[8] = {TEXTARRAYOID, TEXTOID, INTERVALOID,
 	TEXTARRAYOID, TEXTOID, TEXTOID, INT4ARRAYOID, NAMEOID};
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum	   *keys;
-	Datum	   *fps = NULL;
 	Datum	   *ords = palloc(sizeof(Datum) * n);
 	IgShardElem *order = palloc(sizeof(IgShardElem) * n);
 	HeapTuple  *rows = palloc0(sizeof(HeapTuple) * n);
@@ -122,11 +122,6 @@ ig_citus_claim_many(FunctionCallInfo fcinfo, int n, Oid caller)
 	int			level;
 	int			ret;
 
-	deconstruct_array(PG_GETARG_ARRAYTYPE_P(0), TEXTOID, -1, false,
-					  TYPALIGN_INT, &keys, NULL, &n);
-	if (!PG_ARGISNULL(3))
-		deconstruct_array(PG_GETARG_ARRAYTYPE_P(3), TEXTOID, -1, false,
-						  TYPALIGN_INT, &fps, NULL, &n);
 	for (int i = 0; i < n; i++)
 		ords[i] = Int32GetDatum(i + 1);
 	namestrcpy(&caller_name, GetUserNameFromId(caller, false));

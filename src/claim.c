@@ -428,7 +428,7 @@ ig_many(FunctionCallInfo fcinfo, bool group)
 	 */
 	if (!group && ig_citus_batch_applies())
 	{
-		ig_citus_claim_many(fcinfo, n, call.save_userid);
+		ig_citus_claim_many(fcinfo, keys, fps, n, call.save_userid);
 		ig_call_end(&call);
 		return;
 	}
