@@ -1,18 +1,19 @@
 # idem_gate: PGXS build.
 #
-# Released install scripts are frozen as committed: idem_gate--1.0.sql.
-# Version 1.1 is 1.0 plus the upgrade idem_gate--1.0--1.1.sql, which is
-# assembled from src/sql/1.1/*.sql in name order (one part per concern);
-# a fresh 1.1 install runs exactly the same statements
-# (idem_gate--1.1.sql = 1.0 + the upgrade), so a fresh and an updated
-# database have the same catalog.  Once 1.1 is released its parts freeze
-# too, and later versions ship their own upgrade scripts.
+# Released install scripts are frozen as committed: idem_gate--1.0.sql,
+# and the parts of 1.1 in src/sql/1.1/.  Each later version is the one
+# before it plus an upgrade assembled from src/sql/<version>/*.sql in name
+# order (one part per concern): idem_gate--1.0--1.1.sql and
+# idem_gate--1.1--1.2.sql.  A fresh install runs exactly the same
+# statements (idem_gate--1.2.sql = 1.1 + the upgrade to 1.2), so a fresh
+# and an updated database have the same catalog.
 
 EXTENSION = idem_gate
 MODULE_big = idem_gate
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 DATA = idem_gate--1.0.sql
-DATA_built = idem_gate--1.1.sql idem_gate--1.0--1.1.sql
+DATA_built = idem_gate--1.1.sql idem_gate--1.0--1.1.sql \
+	idem_gate--1.2.sql idem_gate--1.1--1.2.sql
 PG_CPPFLAGS = -I$(srcdir)/src
 
 # The tests build with warnings as errors (scripts/test.sh runs make
@@ -47,6 +48,12 @@ idem_gate--1.0--1.1.sql: $(sort $(wildcard src/sql/1.1/*.sql))
 	cat $^ > $@
 
 idem_gate--1.1.sql: idem_gate--1.0.sql idem_gate--1.0--1.1.sql
+	cat $^ > $@
+
+idem_gate--1.1--1.2.sql: $(sort $(wildcard src/sql/1.2/*.sql))
+	cat $^ > $@
+
+idem_gate--1.2.sql: idem_gate--1.1.sql idem_gate--1.1--1.2.sql
 	cat $^ > $@
 
 # Every object depends on every header of src/: a changed struct rebuilds all.
