@@ -67,6 +67,7 @@ ig_audit_record(IgCall *call, const char *action, IgState before,
 
 	if (!OidIsValid(relid))
 		return;
+	ig_call_guard_table(call, IG_TABLE_AUDIT, true);
 	if (!call->spi_connected)
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)

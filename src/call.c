@@ -28,6 +28,7 @@
 #include "utils/datetime.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -65,6 +66,67 @@ typedef struct IgEnumCache
 
 static IgEnumCache ig_state_cache;
 static IgEnumCache ig_outcome_cache;
+
+/*
+ * How many gate calls are running in this backend (a DBA's trigger may
+ * call the gate again), and the count at the start of each open
+ * subtransaction, so that an error that skips ig_call_end() is undone
+ * with the subtransaction or transaction it aborts.
+ */
+static int	ig_call_depth = 0;
+static List *ig_call_depth_saved = NIL;
+
+/* A transaction ended: no gate call can be running any more. */
+static void
+ig_call_xact_cb(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_COMMIT ||
+		event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PREPARE)
+	{
+		ig_call_depth = 0;
+		list_free(ig_call_depth_saved);
+		ig_call_depth_saved = NIL;
+	}
+}
+
+/* A subtransaction began or ended: remember or restore the depth. */
+static void
+ig_call_subxact_cb(SubXactEvent event, SubTransactionId mySubid,
+				   SubTransactionId parentSubid, void *arg)
+{
+	MemoryContext old;
+
+	switch (event)
+	{
+		case SUBXACT_EVENT_START_SUB:
+			old = MemoryContextSwitchTo(TopMemoryContext);
+			ig_call_depth_saved = lcons_int(ig_call_depth, ig_call_depth_saved);
+			MemoryContextSwitchTo(old);
+			break;
+		case SUBXACT_EVENT_COMMIT_SUB:
+		case SUBXACT_EVENT_ABORT_SUB:
+			if (ig_call_depth_saved == NIL)
+				break;
+			if (event == SUBXACT_EVENT_ABORT_SUB)
+				ig_call_depth = linitial_int(ig_call_depth_saved);
+			ig_call_depth_saved = list_delete_first(ig_call_depth_saved);
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * Is a gate call running?  Reads made by the gate itself, which has
+ * checked the caller's workflow grants, are not filtered again by the
+ * per-workflow row security policies.
+ */
+bool
+ig_call_active(void)
+{
+	return ig_call_depth > 0;
+}
 
 /*
  * Define idem_gate.max_key_length: the limit is the call frame's, checked
@@ -352,13 +414,22 @@ void
 ig_call_open(FunctionCallInfo fcinfo, IgCall *call, const char *fname,
 			 bool writes)
 {
+	static bool registered = false;
+
 	call->workflow_str = ig_text_arg(fcinfo, 1, "workflow", &call->workflow);
 
 	if (writes)
 		PreventCommandIfReadOnly(fname);
 
 	call->callcxt = CurrentMemoryContext;
+	if (!registered)
+	{
+		RegisterXactCallback(ig_call_xact_cb, NULL);
+		RegisterSubXactCallback(ig_call_subxact_cb, NULL);
+		registered = true;
+	}
 	ig_call_act_as_owner(fcinfo, &call->save_userid, &call->save_sec_context);
+	ig_call_depth++;
 	ig_acl_check(call->save_userid, GetUserId(), call->workflow_str);
 	call->guc_level = 0;
 	call->writes = writes;
@@ -386,17 +457,20 @@ ig_call_pin_search_path(void)
 }
 
 /*
- * Code a DBA attached to idem_gate.claims (a trigger, a CHECK or default
- * calling a function, a domain) is about to run with the owner's rights.
- * Whatever it resolves by name must not be something the caller made:
- * search_path is pinned to pg_catalog, pg_temp for the rest of the call,
- * and a caller whose session has a temporary schema is refused, because
- * PostgreSQL searches that schema for relations and types whatever the
- * path says (a temporary view named like the DBA's audit table, with an
- * INSTEAD OF trigger, would otherwise run the caller's code as the owner).
+ * Code somebody attached to one of the extension's tables (a trigger, a
+ * rule, a CHECK or default calling a function, a domain, an index
+ * expression, a row security policy) is about to run with the owner's
+ * rights.  Whatever it resolves by name must not be something the caller
+ * made: search_path is pinned to pg_catalog, pg_temp for the rest of the
+ * call, and a caller whose session has a temporary schema is refused,
+ * because PostgreSQL searches that schema for relations and types whatever
+ * the path says (a temporary view named like the DBA's audit table, with
+ * an INSTEAD OF trigger, would otherwise run the caller's code as the
+ * owner).  what describes the code, table names the table.  call is NULL
+ * for a caller that pins the path itself (idem_gate.janitor_run()).
  */
 void
-ig_call_guard_user_code(IgCall *call, const char *why)
+ig_call_guard_user_code(IgCall *call, IgTable table, const char *what)
 {
 	Oid			temp_nsp;
 	Oid			temp_toast_nsp;
@@ -405,11 +479,33 @@ ig_call_guard_user_code(IgCall *call, const char *why)
 	if (OidIsValid(temp_nsp))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("idem_gate cannot run %s for a session that has temporary objects", why),
-				 errdetail("Code attached to idem_gate.claims runs with the rights of the extension's owner, and PostgreSQL resolves table and type names in the calling session's temporary schema first."),
-				 errhint("Call idem_gate's functions from a session that has created no temporary tables, or remove the trigger, constraint or default added to idem_gate.claims.")));
+				 errmsg("idem_gate cannot run %s of %s for a session that has temporary objects",
+						what, ig_table_name(table)),
+				 errdetail("Code attached to the extension's tables runs with the rights of the extension's owner, and PostgreSQL resolves table and type names in the calling session's temporary schema first."),
+				 errhint("Call idem_gate's functions from a session that has created no temporary objects, or remove %s from %s.",
+						 what, ig_table_name(table))));
 	if (call != NULL && call->guc_level == 0)
 		call->guc_level = ig_call_pin_search_path();
+}
+
+/*
+ * The call is about to read (write = false) or write one of the
+ * extension's tables through SQL: guard it if that runs code somebody
+ * attached (ig_call_guard_user_code()).  A write runs the table's
+ * triggers, rules, CHECKs, defaults, domains and index expressions; a
+ * read or write where row security applies to the acting role runs its
+ * policies.
+ */
+void
+ig_call_guard_table(IgCall *call, IgTable table, bool write)
+{
+	const IgTableShape *s = ig_table_shape(table);
+	const char *what = write ? s->write_code : NULL;
+
+	if (what == NULL && s->policy_code != NULL && ig_rls_applies(table))
+		what = s->policy_code;
+	if (what != NULL)
+		ig_call_guard_user_code(call, table, what);
 }
 
 /*
@@ -425,6 +521,8 @@ ig_call_end(IgCall *call)
 		AtEOXact_GUC(true, call->guc_level);
 	call->guc_level = 0;
 	SetUserIdAndSecContext(call->save_userid, call->save_sec_context);
+	if (ig_call_depth > 0)
+		ig_call_depth--;
 }
 
 /* Raise the "no claim exists" error. */
@@ -441,19 +539,19 @@ ig_error_no_claim(IgCall *call, const char *verb)
 
 /*
  * Raise the "stale token" error: the caller's run lost its claim to a
- * takeover, so it must not record an outcome.
+ * takeover, so it must not record an outcome.  It never shows the token
+ * that owns the claim now: only its owner may know it.
  */
 void
-ig_error_stale_token(IgCall *call, int64 token, IgState state,
-					 int64 owner_token, int attempt)
+ig_error_stale_token(IgCall *call, int64 token, IgState state, int attempt)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("token " INT64_FORMAT " no longer owns key \"%s\" in workflow \"%s\"",
 					token, idem_display(call->key_str),
 					idem_display(call->workflow_str)),
-			 errdetail("The claim was granted to another run: it is now %s under token " INT64_FORMAT ", attempt %d.",
-					   ig_state_names[state], owner_token, attempt),
+			 errdetail("The claim was granted to another run: it is now %s, attempt %d.",
+					   ig_state_names[state], attempt),
 			 errhint("Another run owns this event now; this run must not record an outcome for it.")));
 }
 

@@ -13,6 +13,7 @@
 #include "datatype/timestamp.h"
 #include "utils/relcache.h"
 
+#include "shape.h"
 #include "stats.h"
 
 /* States, in the order of the idem_gate.state labels. */
@@ -58,9 +59,12 @@ extern void ig_call_begin(FunctionCallInfo fcinfo, IgCall *call,
 extern void ig_call_open(FunctionCallInfo fcinfo, IgCall *call,
 						 const char *fname, bool writes);
 extern void ig_call_end(IgCall *call);
+extern bool ig_call_active(void);
 extern void ig_call_act_as_owner(FunctionCallInfo fcinfo, Oid *save_userid,
 								 int *save_sec_context);
-extern void ig_call_guard_user_code(IgCall *call, const char *why);
+extern void ig_call_guard_user_code(IgCall *call, IgTable table,
+									const char *what);
+extern void ig_call_guard_table(IgCall *call, IgTable table, bool write);
 extern int	ig_call_pin_search_path(void);
 
 extern const char *ig_text_arg(FunctionCallInfo fcinfo, int argno,
@@ -85,7 +89,7 @@ extern void idem_acl_define_settings(void);
 extern void ig_error_no_claim(IgCall *call, const char *verb);
 extern void ig_error_state(IgCall *call, const char *verb, IgState state);
 extern void ig_error_stale_token(IgCall *call, int64 token, IgState state,
-								 int64 owner_token, int attempt);
+								 int attempt);
 extern void ig_error_token_required(IgCall *call, const char *fname);
 extern void ig_error_serialization(IgCall *call, const char *what);
 

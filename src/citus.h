@@ -19,6 +19,8 @@ typedef struct IgCitusShard
 } IgCitusShard;
 
 extern bool ig_store_is_citus(void);
+extern bool ig_citus_table(Oid relid, int32 *group);
+extern int64 ig_citus_next_token(int64 above);
 extern List *ig_citus_local_shards(void);
 extern char *ig_citus_shard_sql(const char *sql, const IgCitusShard *shard);
 extern int32 ig_citus_local_group(void);

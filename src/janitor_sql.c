@@ -54,7 +54,7 @@ static SPIPlanPtr ig_jplans[2][IG_NUM_JPLANS];
 static const char *const ig_policy_recheck =
 " AND c.updated_at OPERATOR(pg_catalog.<) ($5 OPERATOR(pg_catalog.-)"
 "  pg_catalog.make_interval(secs => COALESCE((SELECT pg_catalog.date_part('epoch', p.%s)"
-"   FROM idem_gate.policies p WHERE p.workflow OPERATOR(pg_catalog.=) $1), $8)))";
+"   FROM ONLY idem_gate.policies p WHERE p.workflow OPERATOR(pg_catalog.=) $1), $8)))";
 #define IG_ORDER " ORDER BY c.updated_at, c.token"
 
 /*
@@ -75,11 +75,12 @@ static const char *const ig_policy_recheck =
  */
 static const char *const ig_delete_sql =
 "WITH del AS ("
-" DELETE FROM idem_gate.claims d WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-"  SELECT c.ctid FROM idem_gate.claims c" IG_RANGE IG_ORDER
+" DELETE FROM ONLY idem_gate.claims d WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+"  SELECT c.ctid FROM ONLY idem_gate.claims c" IG_RANGE IG_ORDER
 "  LIMIT $4%s))"
 " AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
 " AND d.workflow OPERATOR(pg_catalog.=) $1"
+" AND d.updated_at OPERATOR(pg_catalog.<) $3"
 " RETURNING d.updated_at, d.token)"
 IG_LAST("del");
 
@@ -91,12 +92,14 @@ IG_LAST("del");
  */
 static const char *const ig_clear_sql =
 "WITH upd AS ("
-" UPDATE idem_gate.claims d SET result = NULL"
+" UPDATE ONLY idem_gate.claims d SET result = NULL"
 " WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-"  SELECT c.ctid FROM idem_gate.claims c" IG_RANGE
+"  SELECT c.ctid FROM ONLY idem_gate.claims c" IG_RANGE
 "  AND c.result IS NOT NULL" IG_ORDER
 "  LIMIT $4))"
 " AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
+" AND d.workflow OPERATOR(pg_catalog.=) $1"
+" AND d.updated_at OPERATOR(pg_catalog.<) $3"
 " RETURNING d.updated_at, d.token)"
 IG_LAST("upd");
 
@@ -107,18 +110,21 @@ IG_LAST("upd");
  */
 static const char *const ig_stuck_sql =
 "WITH stuck AS ("
-" SELECT c.ctid AS tid, c.updated_at AS upd, $5 OPERATOR(pg_catalog.-) c.updated_at AS age"
-" FROM idem_gate.claims c" IG_RANGE
+" SELECT c.ctid AS tid, c.token AS tok, c.updated_at AS upd,"
+"  $5 OPERATOR(pg_catalog.-) c.updated_at AS age"
+" FROM ONLY idem_gate.claims c" IG_RANGE
 " AND (c.alerted_token IS NULL OR c.alerted_token OPERATOR(pg_catalog.<>) c.token)"
 IG_ORDER " LIMIT $4 FOR UPDATE OF c SKIP LOCKED),"
 " done AS ("
-" UPDATE idem_gate.claims c SET alerted_token = c.token,"
+" UPDATE ONLY idem_gate.claims c SET alerted_token = c.token,"
 " state = CASE WHEN $6 THEN 'needs_review'::idem_gate.state ELSE c.state END,"
 " last_error = CASE WHEN $6"
 "   THEN 'stuck in processing for ' OPERATOR(pg_catalog.||) s.age::pg_catalog.text"
 "   ELSE c.last_error END,"
 " updated_at = CASE WHEN $6 THEN GREATEST($5, c.updated_at) ELSE c.updated_at END"
 " FROM stuck s WHERE c.ctid OPERATOR(pg_catalog.=) s.tid"
+" AND c.state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state"
+" AND c.token OPERATOR(pg_catalog.=) s.tok AND c.updated_at OPERATOR(pg_catalog.=) s.upd"
 " RETURNING c.workflow, c.key, c.token, c.attempt, c.claimed_at, s.age, s.upd, c.last_error)%s"
 "SELECT workflow, key, token, attempt, claimed_at, age::pg_catalog.text, upd FROM done"
 " ORDER BY upd, token";
@@ -161,7 +167,7 @@ ig_jplan_sql(IgJPlan id, bool v11, bool shard, int *nargs, Oid **argtypes)
 	{
 		*nargs = 1;
 		*argtypes = text_type;
-		return psprintf("SELECT c.workflow FROM idem_gate.claims c"
+		return psprintf("SELECT c.workflow FROM ONLY idem_gate.claims c"
 						" WHERE c.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
 						" AND c.workflow OPERATOR(pg_catalog.>) $1"
 						" ORDER BY c.workflow LIMIT 1",
@@ -189,7 +195,7 @@ ig_jplan_sql(IgJPlan id, bool v11, bool shard, int *nargs, Oid **argtypes)
 							" pg_catalog.date_part('epoch', p.retention),"
 							" pg_catalog.date_part('epoch', p.failed_retention),"
 							" %s, pg_catalog.date_part('epoch', p.stuck_after)"
-							" FROM idem_gate.policies p",
+							" FROM ONLY idem_gate.policies p",
 							v11 ? "pg_catalog.date_part('epoch', p.receipt_retention)" : "NULL::float8");
 		case IG_JPLAN_WATERMARK:
 			*nargs = 2;
@@ -201,10 +207,11 @@ ig_jplan_sql(IgJPlan id, bool v11, bool shard, int *nargs, Oid **argtypes)
 		case IG_JPLAN_PRUNE_AUDIT:
 			*nargs = 2;
 			*argtypes = prune_types;
-			return pstrdup("WITH del AS (DELETE FROM idem_gate.audit a"
+			return pstrdup("WITH del AS (DELETE FROM ONLY idem_gate.audit a"
 						   " WHERE a.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-						   "  SELECT b.ctid FROM idem_gate.audit b"
+						   "  SELECT b.ctid FROM ONLY idem_gate.audit b"
 						   "  WHERE b.at OPERATOR(pg_catalog.<) $1 ORDER BY b.at LIMIT $2))"
+						   " AND a.at OPERATOR(pg_catalog.<) $1"
 						   " RETURNING 1) SELECT pg_catalog.count(*) FROM del");
 		default:
 			elog(ERROR, "unknown janitor statement %d", id);

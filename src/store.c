@@ -53,38 +53,11 @@
 #include "idem_gate.h"
 #include "citus.h"
 #include "compat.h"
+#include "durable.h"
 #include "store.h"
 #include "store_int.h"
 
-IgShape		ig_shape;
 bool		idem_direct_writes = true;
-
-static const char *const ig_col_names[IG_NUM_COLS] = {
-	"workflow", "key", "state", "attempt", "token", "execution_id",
-	"fingerprint", "result", "last_error", "created_at", "claimed_at",
-	"updated_at", "completed_at", "alerted_token", "token_issued"
-};
-
-/* Each column's type as the extension makes it; InvalidOid: the state enum */
-static const Oid ig_col_types[IG_NUM_COLS] = {
-	TEXTOID, TEXTOID, InvalidOid, INT4OID, INT8OID, TEXTOID,
-	TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, BOOLOID
-};
-
-static const bool ig_col_not_null[IG_NUM_COLS] = {
-	true, true, true, true, true, false,
-	false, false, false, true, true,
-	true, false, false, true
-};
-
-/* The CHECK constraints the install and upgrade scripts create. */
-static const char *const ig_check_names[] = {
-	"claims_workflow_not_empty", "claims_key_not_empty",
-	"claims_attempt_positive", "claims_token_positive",
-	"claims_completed_at_iff_completed", "claims_completed_at_is_last_change",
-	"claims_result_only_when_completed", "claims_timestamps_ordered"
-};
 
 /*
  * Define idem_gate.direct_writes: on (the default), new claims, completions
@@ -104,196 +77,12 @@ ig_store_define_settings(void)
 							 NULL, NULL, NULL);
 }
 
-/* The shape was decided for this relation; the relcache changed since. */
-static void
-ig_store_relcache_cb(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == ig_shape.relid)
-		ig_shape.valid = false;
-}
-
-/*
- * Is this CHECK constraint one the extension made?  By name, among those
- * of the table; a DBA who replaces one of ours by their own under another
- * name is seen.
- */
-static bool
-ig_own_check(const char *name)
-{
-	for (int i = 0; i < lengthof(ig_check_names); i++)
-		if (strcmp(name, ig_check_names[i]) == 0)
-			return true;
-	return false;
-}
-
-/*
- * Decide the direct path: does the table hold anything the direct writes
- * would not enforce?  Sets ig_shape.direct, and ig_shape.user_code when
- * what was found runs code a DBA wrote (a trigger, a CHECK of their own, a
- * default, a domain, row security), with the first reason found.
- */
-static void
-ig_shape_decide(Relation rel, Oid state_type)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	int			known = 0;
-	int			nchecks = 0;
-
-	ig_shape.direct = true;
-	ig_shape.user_code = false;
-	ig_shape.why = NULL;
-
-#define IG_NOT_DIRECT(reason, code) \
-	do { \
-		if (ig_shape.why == NULL) \
-			ig_shape.why = (reason); \
-		ig_shape.direct = false; \
-		ig_shape.user_code |= (code); \
-	} while (0)
-
-	if (rel->trigdesc != NULL)
-	{
-		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
-		{
-			Trigger    *tg = &rel->trigdesc->triggers[i];
-
-			if (tg->tgenabled == TRIGGER_DISABLED)
-				continue;
-			if (TRIGGER_FOR_INSERT(tg->tgtype) || TRIGGER_FOR_UPDATE(tg->tgtype))
-				IG_NOT_DIRECT("a trigger fires on its inserts or updates", true);
-			if (TRIGGER_FOR_DELETE(tg->tgtype))
-				ig_shape.user_code = true;	/* the janitor's and release's deletes */
-		}
-	}
-	if (rel->rd_rel->relrowsecurity)
-		IG_NOT_DIRECT("row level security is enabled", true);
-	if (rel->rd_rel->relispartition)
-		IG_NOT_DIRECT("it is a partition", false);
-
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-		int			col;
-
-		if (att->attisdropped)
-			continue;
-		for (col = 0; col < IG_NUM_COLS; col++)
-			if (ig_shape.att[col] == att->attnum)
-				break;
-		if (col == IG_NUM_COLS)
-		{
-			IG_NOT_DIRECT("it has a column the extension did not make", att->atthasdef);
-			continue;
-		}
-		known++;
-		if (att->atttypid != (OidIsValid(ig_col_types[col]) ? ig_col_types[col] : state_type))
-			IG_NOT_DIRECT("a column's type was changed", true);
-		if (att->attnotnull != ig_col_not_null[col])
-			IG_NOT_DIRECT("a column's NOT NULL was changed", false);
-		if (att->attgenerated != '\0')
-			IG_NOT_DIRECT("a column is generated", true);
-		if (att->atthasdef && col != IG_COL_TOKEN_ISSUED)
-			IG_NOT_DIRECT("a column has a default", true);
-	}
-
-	if (desc->constr != NULL)
-	{
-		for (int i = 0; i < desc->constr->num_check; i++)
-		{
-			ConstrCheck *check = &desc->constr->check[i];
-
-			nchecks++;
-			if (!ig_own_check(check->ccname))
-				IG_NOT_DIRECT("it has a CHECK constraint the extension did not make", true);
-		}
-	}
-	if (nchecks != lengthof(ig_check_names))
-		IG_NOT_DIRECT("one of its CHECK constraints was dropped", false);
-#undef IG_NOT_DIRECT
-	(void) known;
-}
-
-/*
- * Learn the shape of idem_gate.claims: its OID, its columns' numbers, the
- * token sequence, and whether the direct path may write it.  Done again
- * after any relcache invalidation of the table (ALTER TABLE, CREATE
- * TRIGGER, ALTER EXTENSION UPDATE, DROP and CREATE EXTENSION).
- */
-void
-ig_shape_load(void)
-{
-	static bool registered = false;
-	Oid			nsp;
-	Oid			relid;
-	Oid			state_type;
-	Relation	rel;
-	bool		had_token_issued = ig_shape.has_token_issued;
-	bool		had_citus = ig_shape.citus;
-	Oid			old_relid = ig_shape.relid;
-
-	if (!registered)
-	{
-		CacheRegisterRelcacheCallback(ig_store_relcache_cb, (Datum) 0);
-		registered = true;
-	}
-
-	nsp = get_namespace_oid("idem_gate", false);
-	relid = get_relname_relid("claims", nsp);
-	if (!OidIsValid(relid))
-		elog(ERROR, "relation idem_gate.claims does not exist");
-
-	ig_shape.valid = true;		/* an invalidation from here on counts */
-	ig_shape.relid = relid;
-	for (int i = 0; i < IG_NUM_COLS; i++)
-	{
-		ig_shape.att[i] = get_attnum(relid, ig_col_names[i]);
-		if (ig_shape.att[i] == InvalidAttrNumber && i != IG_COL_TOKEN_ISSUED)
-			elog(ERROR, "idem_gate.claims has no column \"%s\"", ig_col_names[i]);
-	}
-	ig_shape.has_token_issued = (ig_shape.att[IG_COL_TOKEN_ISSUED] != InvalidAttrNumber);
-	ig_shape.token_seq = get_relname_relid("token_seq", nsp);
-	if (!OidIsValid(ig_shape.token_seq))
-		elog(ERROR, "sequence idem_gate.token_seq does not exist");
-	state_type = get_atttype(relid, ig_shape.att[IG_COL_STATE]);
-	ig_shape.state_type = state_type;
-
-	rel = table_open(relid, AccessShareLock);
-	ig_shape.pk_index = ig_compat_primary_key(rel);
-	ig_shape_decide(rel, state_type);
-	table_close(rel, AccessShareLock);
-	ig_shape.citus = ig_citus_table(relid, &ig_shape.citus_group);
-
-	if (relid != old_relid || had_token_issued != ig_shape.has_token_issued ||
-		had_citus != ig_shape.citus)
-		ig_sql_forget_plans();
-	ig_shape.logged = false;
-}
-
-/* The shape, loaded if the relcache changed since it was decided. */
-static inline void
-ig_shape_ensure(void)
-{
-	if (!ig_shape.valid)
-		ig_shape_load();
-}
-
 /* Is idem_gate.claims a Citus table here (rows in shards)? */
 bool
 ig_store_is_citus(void)
 {
 	ig_shape_ensure();
 	return ig_shape.citus;
-}
-
-/*
- * Does a write of idem_gate.claims run code a DBA attached to it?  The
- * janitor asks before its deletes run with the owner's rights.
- */
-bool
-ig_store_runs_user_code(void)
-{
-	ig_shape_ensure();
-	return ig_shape.user_code;
 }
 
 /*
@@ -315,10 +104,43 @@ ig_store_rel(IgCall *call)
 }
 
 /*
+ * Refuse a write to a table the gate cannot write as the contract says:
+ * one with a rule, which rewrites the gate's statements, or whose token
+ * sequence could hand out a token twice.  Nothing is changed.
+ */
+void
+ig_store_refuse(void)
+{
+	ig_shape_ensure();
+	switch (ig_shape.refuse)
+	{
+		case IG_REFUSE_NONE:
+			break;
+		case IG_REFUSE_RULE:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("idem_gate cannot write idem_gate.claims: rule \"%s\" is attached to it",
+							ig_table_shape(IG_TABLE_CLAIMS)->rule),
+					 errdetail("A rule rewrites the gate's INSERT ... ON CONFLICT and UPDATE ... RETURNING statements, so the gate could neither honour it nor write around it."),
+					 errhint("Drop the rule; a trigger can do what it did, and the gate honours triggers.")));
+			break;
+		case IG_REFUSE_SEQUENCE:
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("idem_gate cannot write idem_gate.claims: its token sequence idem_gate.token_seq cycles or does not count up"),
+					 errdetail("A fencing token could then be granted to two runs."),
+					 errhint("Run ALTER SEQUENCE idem_gate.token_seq NO CYCLE INCREMENT BY 1.")));
+			break;
+	}
+}
+
+/*
  * May this call write directly?  False sends it to SQL: the table holds
- * something the direct path does not enforce, or the function's owner
- * lacks a privilege on it (SQL then raises PostgreSQL's own error).  The
- * first fallback of a backend is logged with its reason and counted.
+ * something the direct path does not enforce, row security applies to the
+ * function's owner, or the owner lacks a privilege on the table (SQL then
+ * raises PostgreSQL's own error).  Through SQL the call is guarded against
+ * code attached to the table.  The first fallback of a backend is logged
+ * with its reason and counted.
  */
 bool
 ig_store_direct(IgCall *call, AclMode mode)
@@ -326,17 +148,19 @@ ig_store_direct(IgCall *call, AclMode mode)
 	const char *why = NULL;
 
 	ig_store_rel(call);
+	ig_store_refuse();
 	if (ig_shape.citus)
 	{
 		/* the rows are in shards, where SQL routes the writes */
-		if (ig_shape.user_code)
-			ig_call_guard_user_code(call, "code attached to idem_gate.claims");
+		ig_call_guard_table(call, IG_TABLE_CLAIMS, true);
 		return false;
 	}
 	if (!idem_direct_writes)
 		why = "idem_gate.direct_writes is off";
 	else if (!ig_shape.direct)
 		why = ig_shape.why;
+	else if (ig_rls_applies(IG_TABLE_CLAIMS))
+		why = "row level security applies to the owner of the gate's functions";
 	else if ((call->acl_checked & mode) != mode)
 	{
 		if (pg_class_aclcheck(ig_shape.relid, GetUserId(), mode) == ACLCHECK_OK)
@@ -347,8 +171,7 @@ ig_store_direct(IgCall *call, AclMode mode)
 
 	if (why == NULL)
 		return true;
-	if (ig_shape.user_code)
-		ig_call_guard_user_code(call, "code attached to idem_gate.claims");
+	ig_call_guard_table(call, IG_TABLE_CLAIMS, true);
 	idem_stats_count(IG_STAT_SQL_FALLBACKS);
 	if (!ig_shape.logged)
 	{
@@ -359,6 +182,18 @@ ig_store_direct(IgCall *call, AclMode mode)
 		ig_shape.logged = true;
 	}
 	return false;
+}
+
+/*
+ * A write that always goes through SQL (a regrant, a heartbeat, an
+ * operator's action): refused or guarded as the table requires.
+ */
+static void
+ig_store_sql_write(IgCall *call)
+{
+	ig_store_rel(call);
+	ig_store_refuse();
+	ig_call_guard_table(call, IG_TABLE_CLAIMS, true);
 }
 
 /* The probe's scan of the primary key, kept open for the call. */
@@ -413,8 +248,10 @@ ig_store_probe(IgCall *call, IgRow *row, bool keep_tuple)
 
 	rel = ig_store_rel(call);
 	ig_store_acl(call, ACL_SELECT);
-	if (ig_shape.citus)
+	if (ig_shape.citus || ig_rls_applies(IG_TABLE_CLAIMS))
 	{
+		/* through SQL, which routes it to the shard or applies the policies */
+		ig_call_guard_table(call, IG_TABLE_CLAIMS, false);
 		ig_sql_probe(call, row);
 		return;
 	}
@@ -502,13 +339,16 @@ ig_row_new(IgRow *row, int64 token, TimestampTz now, const IgGrant *grant)
 
 /*
  * A write's result: when the row changed first, the next read of the call
- * takes a new snapshot, to see what changed it.
+ * takes a new snapshot, to see what changed it; when it was written, the
+ * commit records where, for the answers later read from it (durable.c).
  */
 static inline IgWrite
 ig_store_result(IgCall *call, IgWrite result)
 {
 	if (result == IG_WRITE_RETRY)
 		call->fresh_snapshot = true;
+	else
+		ig_durable_wrote(call->workflow_str, call->key_str);
 	return result;
 }
 
@@ -535,9 +375,7 @@ IgWrite
 ig_store_regrant(IgCall *call, const IgGrant *grant, IgRow *row,
 				 bool takeover, TimestampTz cutoff)
 {
-	ig_store_rel(call);
-	if (ig_shape.user_code)
-		ig_call_guard_user_code(call, "code attached to idem_gate.claims");
+	ig_store_sql_write(call);
 	return ig_store_result(call, ig_sql_regrant(call, grant, row, takeover, cutoff,
 												GetCurrentTimestamp()));
 }
@@ -564,9 +402,7 @@ ig_store_finish(IgCall *call, IgRow *row, IgState new_state, Datum value,
 IgWrite
 ig_store_heartbeat(IgCall *call, IgRow *row)
 {
-	ig_store_rel(call);
-	if (ig_shape.user_code)
-		ig_call_guard_user_code(call, "code attached to idem_gate.claims");
+	ig_store_sql_write(call);
 	return ig_store_result(call, ig_sql_heartbeat(call, row,
 												  Max(GetCurrentTimestamp(), row->updated_at)));
 }
@@ -576,9 +412,7 @@ IgWrite
 ig_store_resolve(IgCall *call, IgRow *row, bool complete, Datum result,
 				 bool isnull)
 {
-	ig_store_rel(call);
-	if (ig_shape.user_code)
-		ig_call_guard_user_code(call, "code attached to idem_gate.claims");
+	ig_store_sql_write(call);
 	return ig_store_result(call, ig_sql_resolve(call, row, complete, result, isnull,
 												Max(GetCurrentTimestamp(), row->updated_at)));
 }
@@ -587,9 +421,7 @@ ig_store_resolve(IgCall *call, IgRow *row, bool complete, Datum result,
 IgWrite
 ig_store_release(IgCall *call, IgRow *row)
 {
-	ig_store_rel(call);
-	if (ig_shape.user_code)
-		ig_call_guard_user_code(call, "code attached to idem_gate.claims");
+	ig_store_sql_write(call);
 	return ig_store_result(call, ig_sql_release(call, row));
 }
 

@@ -65,6 +65,6 @@ extern IgWrite ig_store_resolve(IgCall *call, IgRow *row, bool complete,
 extern IgWrite ig_store_release(IgCall *call, IgRow *row);
 extern HeapTuple ig_store_status(IgCall *call);
 extern void ig_store_close(IgCall *call);
-extern bool ig_store_runs_user_code(void);
+extern void ig_store_refuse(void);
 
 #endif							/* IDEM_GATE_STORE_H */

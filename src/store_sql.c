@@ -27,6 +27,7 @@
 #include "utils/timestamp.h"
 
 #include "idem_gate.h"
+#include "citus.h"
 #include "store_int.h"
 
 typedef enum IgPlanId
@@ -56,7 +57,7 @@ typedef struct IgPlanDef
 #define IG_NEXT_TOKEN \
 	"pg_catalog.nextval('idem_gate.token_seq'::pg_catalog.regclass)"
 #define IG_REGRANT(state_test) \
-	"UPDATE idem_gate.claims c SET state = 'processing'::idem_gate.state," \
+	"UPDATE ONLY idem_gate.claims c SET state = 'processing'::idem_gate.state," \
 	" attempt = c.attempt OPERATOR(pg_catalog.+) 1, token = " IG_NEXT_TOKEN "," \
 	" execution_id = $3, fingerprint = COALESCE(c.fingerprint, $4)," \
 	" claimed_at = GREATEST($6, c.updated_at), updated_at = GREATEST($6, c.updated_at)%s" \
@@ -82,14 +83,14 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 		TIMESTAMPTZOID}
 	},
 	[IG_PLAN_HEARTBEAT] = {
-		"UPDATE idem_gate.claims c SET updated_at = GREATEST($4, c.updated_at)"
+		"UPDATE ONLY idem_gate.claims c SET updated_at = GREATEST($4, c.updated_at)"
 		IG_WHERE_KEY
 		" AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
 		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.token",
 		4, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID}
 	},
 	[IG_PLAN_COMPLETE] = {
-		"UPDATE idem_gate.claims c SET state = 'completed'::idem_gate.state,"
+		"UPDATE ONLY idem_gate.claims c SET state = 'completed'::idem_gate.state,"
 		" result = $4, completed_at = $5, updated_at = $5"
 		IG_WHERE_KEY
 		" AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
@@ -97,7 +98,7 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 		5, {TEXTOID, TEXTOID, INT8OID, JSONBOID, TIMESTAMPTZOID}
 	},
 	[IG_PLAN_FAIL] = {
-		"UPDATE idem_gate.claims c SET state = CASE WHEN $6"
+		"UPDATE ONLY idem_gate.claims c SET state = CASE WHEN $6"
 		" THEN 'failed_retryable'::idem_gate.state"
 		" ELSE 'needs_review'::idem_gate.state END,"
 		" last_error = $4, updated_at = $5"
@@ -107,7 +108,7 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 		6, {TEXTOID, TEXTOID, INT8OID, TEXTOID, TIMESTAMPTZOID, BOOLOID}
 	},
 	[IG_PLAN_RESOLVE] = {
-		"UPDATE idem_gate.claims c SET state = CASE WHEN $3"
+		"UPDATE ONLY idem_gate.claims c SET state = CASE WHEN $3"
 		" THEN 'completed'::idem_gate.state"
 		" ELSE 'failed_retryable'::idem_gate.state END,"
 		" result = CASE WHEN $3 THEN $4 END,"
@@ -120,18 +121,18 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 		6, {TEXTOID, TEXTOID, BOOLOID, JSONBOID, TIMESTAMPTZOID, INT8OID}
 	},
 	[IG_PLAN_RELEASE] = {
-		"DELETE FROM idem_gate.claims c" IG_WHERE_KEY
+		"DELETE FROM ONLY idem_gate.claims c" IG_WHERE_KEY
 		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.state",
 		3, {TEXTOID, TEXTOID, INT8OID}
 	},
 	[IG_PLAN_STATUS] = {
-		"SELECT c FROM idem_gate.claims c" IG_WHERE_KEY,
+		"SELECT c FROM ONLY idem_gate.claims c" IG_WHERE_KEY,
 		2, {TEXTOID, TEXTOID}
 	},
 	[IG_PLAN_PROBE] = {
 		"SELECT c.state, c.token, c.attempt, c.claimed_at, c.updated_at,"
 		" c.execution_id, c.fingerprint, c.token_issued, c.result"
-		" FROM idem_gate.claims c" IG_WHERE_KEY,
+		" FROM ONLY idem_gate.claims c" IG_WHERE_KEY,
 		2, {TEXTOID, TEXTOID}
 	},
 };
@@ -145,22 +146,27 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 #define IG_TOKEN_PARAM 9
 
 static SPIPlanPtr ig_plans[IG_NUM_PLANS];
+static uint32 ig_plans_epoch = 0;	/* the shape epoch they were made for */
 
 static char *ig_plan_text_local(IgPlanId id, bool has);
 
 /*
- * The table changed its shape (a 1.0 table updated to 1.1, or the
- * extension made anew): prepare every plan again on its next use.
+ * The table changed its shape since the plans were made (a 1.0 table
+ * updated to 1.1, the extension made anew, Citus): prepare every plan
+ * again on its next use.
  */
-void
-ig_sql_forget_plans(void)
+static void
+ig_sql_watch_epoch(void)
 {
+	if (ig_plans_epoch == ig_shape.epoch)
+		return;
 	for (int i = 0; i < IG_NUM_PLANS; i++)
 	{
 		if (ig_plans[i] != NULL)
 			SPI_freeplan(ig_plans[i]);
 		ig_plans[i] = NULL;
 	}
+	ig_plans_epoch = ig_shape.epoch;
 }
 
 /*
@@ -240,6 +246,7 @@ ig_exec(IgCall *call, IgPlanId id, Datum *values, const bool *isnull)
 		call->spi_connected = true;
 	}
 
+	ig_sql_watch_epoch();
 	if (*slot == NULL)
 	{
 		char	   *sql = ig_plan_text(id);
