@@ -67,6 +67,7 @@ typedef struct IgDb
 	TimestampTz last_start;		/* of its last pass; 0 = never */
 	TimestampTz not_before;		/* busy with DROP, RENAME...: wait */
 	IdemExtState ext;
+	IdemPassState pass;
 	bool		seen;			/* in the latest scan */
 } IgDb;
 
@@ -315,22 +316,26 @@ ig_slot_free(int i)
 {
 	IdemJanitorSlot *slot = &idem_workers->slots[i];
 	Oid			dboid;
-	IdemExtState	ext;
+	IdemExtState ext;
+	IdemPassState pass;
 
 	SpinLockAcquire(&idem_workers->mutex);
 	dboid = slot->dboid;
 	ext = slot->ext;
+	pass = slot->pass;
 	slot->state = IDEM_SLOT_FREE;
 	slot->pid = 0;
 	SpinLockRelease(&idem_workers->mutex);
 
 	ig_ended[i] = false;
-	if (ext == IDEM_EXT_UNKNOWN)
-		return;
 	for (int d = 0; d < ig_ndbs; d++)
 	{
-		if (ig_dbs[d].dboid == dboid)
+		if (ig_dbs[d].dboid != dboid)
+			continue;
+		if (ext != IDEM_EXT_UNKNOWN)
 			ig_dbs[d].ext = ext;
+		if (pass != IDEM_PASS_UNKNOWN)
+			ig_dbs[d].pass = pass;
 	}
 }
 
@@ -446,6 +451,7 @@ ig_start_janitor(IgDb *db)
 		slot->dboid = db->dboid;
 		slot->pid = 0;
 		slot->ext = IDEM_EXT_UNKNOWN;
+		slot->pass = IDEM_PASS_UNKNOWN;
 		slot->assigned = now;
 		args.generation = slot->generation;
 	}
@@ -456,6 +462,7 @@ ig_start_janitor(IgDb *db)
 	args.dboid = db->dboid;
 	args.roleoid = ig_roleoid;
 	args.prior = db->ext;
+	args.prior_pass = db->pass;
 	args.named = ig_named;
 	idem_worker_init(&worker, "idem_gate janitor", "idem_gate_janitor_main",
 					 BGW_NEVER_RESTART);

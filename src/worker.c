@@ -26,6 +26,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_database.h"
+#include "catalog/pg_proc.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
@@ -39,7 +40,11 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"
+#include "nodes/makefuncs.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -47,6 +52,7 @@
 
 #include "idem_gate.h"
 #include "janitor.h"
+#include "shape.h"
 #include "worker.h"
 
 /* Settings */
@@ -285,6 +291,122 @@ ig_slot_report(int i, IdemExtState ext)
 	SpinLockRelease(&idem_workers->mutex);
 }
 
+/*
+ * Record whether the pass could work, and log the change from what the
+ * previous pass found: once when the database turns read-only or starts
+ * refusing, once when the janitor works there again.
+ */
+static void
+ig_pass_report(int i, const IdemJanitorArgs *args, IdemPassState now,
+			   const char *dbname, const char *why)
+{
+	IdemPassState prior = args->prior_pass;
+
+	SpinLockAcquire(&idem_workers->mutex);
+	if (idem_workers->slots[i].pid == MyProcPid)
+		idem_workers->slots[i].pass = now;
+	SpinLockRelease(&idem_workers->mutex);
+
+	if (now == prior)
+		return;
+	if (now == IDEM_PASS_READ_ONLY)
+		ereport(LOG,
+				(errmsg("idem_gate janitor: database \"%s\" is read-only; no janitor pass there until it accepts writes",
+						dbname),
+				 errdetail("default_transaction_read_only is on for the janitor's sessions, as an HA manager sets it while it fences a server.")));
+	else if (now == IDEM_PASS_REFUSED)
+		ereport(WARNING,
+				(errmsg("idem_gate janitor: no janitor pass in database \"%s\": %s",
+						dbname, why),
+				 errhint("Drop the rule on idem_gate.claims, or restore the token sequence with ALTER SEQUENCE idem_gate.token_seq NO CYCLE INCREMENT BY 1; passes resume at the next naptime.")));
+	else if (now == IDEM_PASS_WORKING && prior != IDEM_PASS_UNKNOWN)
+		ereport(LOG,
+				(errmsg("idem_gate janitor: database \"%s\" accepts the janitor's writes again; passes resume",
+						dbname)));
+}
+
+/* The owner of a function, by its OID. */
+static Oid
+ig_function_owner(Oid fn)
+{
+	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for function %u", fn);
+	owner = ((Form_pg_proc) GETSTRUCT(tup))->proowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/*
+ * Whether a pass can work in this database now: not while the server is
+ * read-only for the janitor's sessions (default_transaction_read_only,
+ * from the configuration, the database or the role), nor while the
+ * claims table refuses every write.  Also finds whom the pass acts as:
+ * the owner of idem_gate.janitor_run(), so that the worker does exactly
+ * what a call of that function by its owner would.
+ */
+static IdemPassState
+ig_pass_state(char **dbname, const char **why, Oid *owner)
+{
+	IdemPassState state = IDEM_PASS_WORKING;
+	Oid			fn;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	*dbname = MemoryContextStrdup(TopMemoryContext, get_database_name(MyDatabaseId));
+	*why = NULL;
+	fn = LookupFuncName(list_make2(makeString("idem_gate"), makeString("janitor_run")),
+						0, NULL, false);
+	*owner = ig_function_owner(fn);
+	if (XactReadOnly)
+		state = IDEM_PASS_READ_ONLY;
+	else
+	{
+		ig_shape_ensure();
+		if (ig_shape.refuse == IG_REFUSE_RULE)
+			*why = psprintf("idem_gate.claims has rule \"%s\", which the janitor's statements cannot honour",
+							ig_table_shape(IG_TABLE_CLAIMS)->rule);
+		else if (ig_shape.refuse == IG_REFUSE_SEQUENCE)
+			*why = "idem_gate.token_seq cycles or does not count up, so a token could be granted twice";
+		if (*why != NULL)
+		{
+			*why = MemoryContextStrdup(TopMemoryContext, *why);
+			state = IDEM_PASS_REFUSED;
+		}
+	}
+	CommitTransactionCommand();
+	return state;
+}
+
+/*
+ * Settings a database owner or a role may attach (ALTER DATABASE | ROLE
+ * ... SET) that would change what the janitor's statements, and the code
+ * attached to the extension's tables, resolve or do: fixed for the
+ * janitor's session, over anything set anywhere.  search_path is the one
+ * that matters for rights: with it pinned, a name in a DBA's trigger
+ * cannot be redirected to a function the database owner planted.
+ */
+static void
+ig_pin_settings(void)
+{
+	static const char *const pinned[][2] = {
+		{"search_path", "pg_catalog, pg_temp"},
+		{"default_transaction_isolation", "read committed"},
+		{"statement_timeout", "0"},
+		{"lock_timeout", "0"},
+		{"idle_in_transaction_session_timeout", "0"},
+		{"transform_null_equals", "off"},
+		{"DateStyle", "ISO, MDY"},
+		{"IntervalStyle", "postgres"},
+		{"TimeZone", "UTC"}
+	};
+
+	for (int i = 0; i < lengthof(pinned); i++)
+		SetConfigOption(pinned[i][0], pinned[i][1], PGC_SUSET, PGC_S_OVERRIDE);
+}
+
 /* Give the slot back when the janitor exits, however it exits. */
 static void
 ig_janitor_exit(int code, Datum arg)
@@ -352,7 +474,7 @@ ig_extension_present(int i, const IdemJanitorArgs *args)
  * error.  Any other error ends the janitor as usual.
  */
 static void
-ig_run_pass(int i)
+ig_run_pass(int i, const IdemJanitorArgs *args, const char *dbname)
 {
 	IgJanitorCounts counts;
 
@@ -369,6 +491,13 @@ ig_run_pass(int i)
 		edata = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
+
+		/* the server turned read-only during the pass (a fenced primary) */
+		if (edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION)
+		{
+			ig_pass_report(i, args, IDEM_PASS_READ_ONLY, dbname, NULL);
+			return;
+		}
 
 		StartTransactionCommand();
 		gone = !OidIsValid(get_extension_oid("idem_gate", true));
@@ -483,18 +612,38 @@ idem_gate_janitor_main(Datum main_arg)
 											  BGWORKER_BYPASS_ALLOWCONN);
 	pgstat_report_appname("idem_gate janitor");
 
+	ig_pin_settings();
 	if (ig_database_open() && !RecoveryInProgress() &&
 		ig_extension_present(i, &args))
 	{
-		/*
-		 * Background work yields to the claims: a lower CPU priority,
-		 * batches that do not wait for their WAL flush (a deletion lost in
-		 * a crash is simply done again at the next pass; no client waits
-		 * for it).
-		 */
-		ig_lower_priority();
-		SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-		ig_run_pass(i);
+		char	   *dbname;
+		const char *why;
+		Oid			owner;
+		IdemPassState state = ig_pass_state(&dbname, &why, &owner);
+
+		ig_pass_report(i, &args, state, dbname, why);
+		if (state == IDEM_PASS_WORKING)
+		{
+			Oid			save_userid;
+			int			save_sec_context;
+
+			/*
+			 * Background work yields to the claims: a lower CPU priority,
+			 * batches that do not wait for their WAL flush (a deletion lost
+			 * in a crash is simply done again at the next pass; no client
+			 * waits for it).
+			 */
+			ig_lower_priority();
+			SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+
+			/* as the owner of idem_gate.janitor_run(), restricted as it is */
+			GetUserIdAndSecContext(&save_userid, &save_sec_context);
+			SetUserIdAndSecContext(owner, save_sec_context |
+								   SECURITY_LOCAL_USERID_CHANGE |
+								   SECURITY_RESTRICTED_OPERATION);
+			ig_run_pass(i, &args, dbname);
+			SetUserIdAndSecContext(save_userid, save_sec_context);
+		}
 	}
 	pgstat_report_activity(STATE_IDLE, NULL);
 	proc_exit(0);

@@ -36,6 +36,20 @@ typedef enum IdemExtState
 	IDEM_EXT_PRESENT
 } IdemExtState;
 
+/*
+ * Whether the janitor could work in a database at its last pass, so that
+ * a change is logged once and not at every pass: the server may be
+ * read-only for a while (an HA manager fences a promoted primary with
+ * default_transaction_read_only), or the claims table refuse writes.
+ */
+typedef enum IdemPassState
+{
+	IDEM_PASS_UNKNOWN,
+	IDEM_PASS_WORKING,
+	IDEM_PASS_READ_ONLY,
+	IDEM_PASS_REFUSED
+} IdemPassState;
+
 typedef enum IdemSlotState
 {
 	IDEM_SLOT_FREE,
@@ -52,6 +66,7 @@ typedef struct IdemJanitorSlot
 	Oid			dboid;
 	pid_t		pid;			/* while running */
 	IdemExtState ext;			/* what the janitor found */
+	IdemPassState pass;			/* whether it could work */
 	TimestampTz assigned;
 } IdemJanitorSlot;
 
@@ -70,6 +85,7 @@ typedef struct IdemJanitorArgs
 	Oid			dboid;
 	Oid			roleoid;
 	IdemExtState prior;			/* what the previous pass found */
+	IdemPassState prior_pass;	/* whether the previous pass could work */
 	bool		named;			/* listed in idem_gate.database */
 } IdemJanitorArgs;
 
