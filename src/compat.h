@@ -24,6 +24,8 @@
 #include "utils/rel.h"
 #include "utils/relcache.h"
 
+#include "utils/backend_status.h"
+
 #if PG_VERSION_NUM >= 160000
 #include "parser/parse_relation.h"
 #endif
@@ -165,6 +167,21 @@ ig_compat_update_index_tuples(ResultRelInfo *rri, TupleTableSlot *slot,
 	recheck = ExecInsertIndexTuples(rri, slot, estate, true, false, NULL, NIL);
 #endif
 	list_free(recheck);
+}
+
+/*
+ * The idx-th (1-based) entry of this transaction's copy of the backends'
+ * status.  16 renamed the lookup by position, keeping the old name for a
+ * lookup by backend id.
+ */
+static inline LocalPgBackendStatus *
+ig_compat_local_beentry(int idx)
+{
+#if PG_VERSION_NUM >= 160000
+	return pgstat_get_local_beentry_by_index(idx);
+#else
+	return pgstat_fetch_stat_local_beentry(idx);
+#endif
 }
 
 #endif							/* IDEM_COMPAT_H */

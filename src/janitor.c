@@ -30,6 +30,7 @@
 
 #include <limits.h>
 
+#include "access/twophase.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -50,8 +51,10 @@
 #include "audit.h"
 #include "call.h"
 #include "citus.h"
+#include "compat.h"
 #include "janitor.h"
 #include "janitor_int.h"
+#include "shape.h"
 #include "stats.h"
 #include "store.h"
 
@@ -206,7 +209,7 @@ ig_load_policies(IgPass *pass)
 	}
 	if (pass->v11 &&
 		SPI_execute("SELECT w.workflow, w.receipts_cleared_until"
-					" FROM idem_gate.janitor_watermarks w", true, 0) == SPI_OK_SELECT)
+					" FROM ONLY idem_gate.janitor_watermarks w", true, 0) == SPI_OK_SELECT)
 	{
 		MemoryContext old = MemoryContextSwitchTo(pass->cxt);
 
@@ -413,6 +416,55 @@ ig_save_watermark(IgPass *pass, const char *workflow, TimestampTz upto)
 }
 
 /*
+ * How far the receipt watermarks may move: before the start of every
+ * transaction now open.  A completion's updated_at is the time of its
+ * write, which comes after its transaction began; a completing
+ * transaction still open, which this pass cannot see, therefore wrote its
+ * row after the horizon, and the next pass, starting there, finds it
+ * once it commits.  Read before the pass's batches take their snapshots.
+ * False when the horizon cannot be known, so that no watermark moves: a
+ * prepared transaction (its writes are older than anything says), a
+ * transaction in a backend that does not report its start
+ * (track_activities off), a caller's snapshot older than the horizon
+ * (idem_gate.janitor_run() under REPEATABLE READ).
+ */
+static bool
+ig_receipts_horizon(IgPass *pass, TimestampTz *horizon)
+{
+	bool		known = !IsolationUsesXactSnapshot();
+	int			n;
+
+	*horizon = DT_NOEND;
+	ig_unit_begin(pass);
+	if (known && max_prepared_xacts > 0)
+	{
+		if (SPI_execute("SELECT 1 FROM pg_catalog.pg_prepared_xacts LIMIT 1",
+						true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read pg_prepared_xacts");
+		known = (SPI_processed == 0);
+	}
+	pgstat_clear_backend_activity_snapshot();
+	n = pgstat_fetch_stat_numbackends();
+	for (int i = 1; i <= n && known; i++)
+	{
+		LocalPgBackendStatus *be = ig_compat_local_beentry(i);
+		TimestampTz start;
+
+		if (be == NULL || be->backendStatus.st_procpid == MyProcPid)
+			continue;
+		start = be->backendStatus.st_xact_start_timestamp;
+		if (start != 0)
+			*horizon = Min(*horizon, start);
+		else if (TransactionIdIsValid(be->backend_xid))
+			known = false;		/* writing, and not saying since when */
+	}
+	if (!pgstat_track_activities)
+		known = false;
+	ig_unit_end(pass);
+	return known;
+}
+
+/*
  * One step over every workflow with rows in its state.  Returns the rows
  * it touched.
  */
@@ -421,7 +473,11 @@ ig_step(IgPass *pass, IgStep step)
 {
 	uint64		total = 0;
 	char	   *wf = pstrdup("");
+	TimestampTz horizon = DT_NOEND;
+	bool		horizon_known = false;
 
+	if (step == IG_STEP_CLEAR_RECEIPTS)
+		horizon_known = ig_receipts_horizon(pass, &horizon);
 	while ((wf = ig_next_workflow(pass, step, wf)) != NULL)
 	{
 		int64		usecs = ig_step_usecs(pass, step, wf);
@@ -448,8 +504,8 @@ ig_step(IgPass *pass, IgStep step)
 			if (n >= (uint64) pass->limit)
 				ig_yield(pass);
 		} while (n >= (uint64) pass->limit);
-		if (step == IG_STEP_CLEAR_RECEIPTS)
-			ig_save_watermark(pass, wf, cutoff);
+		if (step == IG_STEP_CLEAR_RECEIPTS && horizon_known)
+			ig_save_watermark(pass, wf, Min(cutoff, horizon));
 	}
 	return total;
 }
@@ -612,9 +668,47 @@ idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 }
 
 /*
+ * Guard a pass that runs in a caller's session (idem_gate.janitor_run())
+ * against code attached to the tables it touches: the claims, the audit
+ * trail and the watermarks it writes, the policies it reads.  Returns the
+ * GUC nest level of the pinned search_path, or 0 when nothing is attached.
+ */
+static int
+ig_janitor_guard(void)
+{
+	static const IgTable written[] = {
+		IG_TABLE_CLAIMS, IG_TABLE_AUDIT, IG_TABLE_WATERMARKS
+	};
+	bool		code = false;
+
+	ig_store_refuse();
+	for (int i = 0; i < lengthof(written); i++)
+	{
+		const IgTableShape *s = ig_table_shape(written[i]);
+		const char *what = s->write_code;
+
+		if (what == NULL && s->policy_code != NULL && ig_rls_applies(written[i]))
+			what = s->policy_code;
+		if (what != NULL)
+		{
+			ig_call_guard_user_code(NULL, written[i], what);
+			code = true;
+		}
+	}
+	if (ig_table_shape(IG_TABLE_POLICIES)->policy_code != NULL &&
+		ig_rls_applies(IG_TABLE_POLICIES))
+	{
+		ig_call_guard_user_code(NULL, IG_TABLE_POLICIES,
+								ig_table_shape(IG_TABLE_POLICIES)->policy_code);
+		code = true;
+	}
+	return code ? ig_call_pin_search_path() : 0;
+}
+
+/*
  * idem_gate.janitor_run(): one pass from SQL, in the caller's transaction,
  * acting as the function's owner like the API functions, and under the
- * same guard for code a DBA attached to the table.
+ * same guard for code attached to the tables it touches.
  */
 PG_FUNCTION_INFO_V1(idem_gate_janitor_run);
 
@@ -627,18 +721,14 @@ idem_gate_janitor_run(PG_FUNCTION_ARGS)
 	bool		nulls[5] = {false, false, false, false, false};
 	Oid			save_userid;
 	int			save_sec_context;
-	int			guc_level = 0;
+	int			guc_level;
 
 	PreventCommandIfReadOnly("idem_gate.janitor_run()");
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
 	ig_call_act_as_owner(fcinfo, &save_userid, &save_sec_context);
-	if (ig_store_runs_user_code())
-	{
-		ig_call_guard_user_code(NULL, "code attached to idem_gate.claims");
-		guc_level = ig_call_pin_search_path();
-	}
+	guc_level = ig_janitor_guard();
 	idem_janitor_pass(&counts, false);
 	if (guc_level != 0)
 		AtEOXact_GUC(true, guc_level);
