@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * janitor_alert.c
- *	  The janitor's stuck-claim alerts: a NOTIFY per claim whose payload is
- *	  built here and always fits, and log lines a key cannot forge.
+ *	  The alerts that announce a claim entering the inbox: a NOTIFY per
+ *	  claim whose payload carries nothing secret and always fits, and log
+ *	  lines a key cannot forge.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,11 +13,14 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
+#include "catalog/pg_type.h"
+#include "utils/datetime.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
 
 #include "idem_gate.h"
 #include "call.h"
+#include "durable.h"
 #include "janitor_int.h"
 
 /*
@@ -66,46 +70,61 @@ ig_payload_name(StringInfo buf, const char *member, const char *s)
 }
 
 /*
- * Raise the alerts of one stuck batch: a NOTIFY per claim, whose payload
- * is built here and always fits, and the examples of the WARNING line.
+ * The payload announcing that a claim of workflow needs a person, for
+ * reason ("stuck", "needs_review", "failing"): the workflow, the reason
+ * and the time, nothing secret.  No key, token, payload or error text: a
+ * listener needs no privilege, and one with rights reads the details from
+ * idem_gate.inbox.  Always fits NOTIFY's limit.
+ */
+char *
+ig_alert_payload(const char *workflow, const char *reason, TimestampTz at)
+{
+	StringInfoData payload;
+	char		buf[MAXDATELEN + 1];
+	int			utc = 0;
+
+	initStringInfo(&payload);
+	appendStringInfoChar(&payload, '{');
+	ig_payload_name(&payload, "workflow", workflow);
+	appendStringInfo(&payload, "\"reason\":\"%s\",\"at\":\"%s\"}", reason,
+					 JsonEncodeDateTime(buf, TimestampTzGetDatum(at),
+										TIMESTAMPTZOID, &utc));
+	return payload.data;
+}
+
+/*
+ * Raise the alerts of one stuck batch: a NOTIFY per claim and the
+ * examples of the WARNING line.  With stuck_action = 'review' the claim
+ * entered the inbox as needs_review, otherwise as stuck.
  */
 void
 ig_alert_rows(IgPass *pass, bool review)
 {
 	TupleDesc	desc = SPI_tuptable->tupdesc;
+	TimestampTz now = GetCurrentTimestamp();
 
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		char	   *wf = SPI_getvalue(tup, desc, 1);
 		char	   *key = SPI_getvalue(tup, desc, 2);
-		char	   *token = SPI_getvalue(tup, desc, 3);
 		char	   *age = SPI_getvalue(tup, desc, 6);
 		int64		k = pass->counts->alerts + i;
-		StringInfoData payload;
+		char	   *payload = ig_alert_payload(wf, review ? "needs_review" : "stuck", now);
 
-		initStringInfo(&payload);
-		appendStringInfoChar(&payload, '{');
-		ig_payload_name(&payload, "workflow", wf);
-		ig_payload_name(&payload, "key", key);
-		appendStringInfo(&payload, "\"token\":%s,\"attempt\":%s,\"claimed_at\":",
-						 token, SPI_getvalue(tup, desc, 4));
-		escape_json(&payload, SPI_getvalue(tup, desc, 5));
-		appendStringInfoString(&payload, ",\"age\":");
-		escape_json(&payload, age);
-		appendStringInfo(&payload, ",\"action\":\"%s\"}",
-						 review ? "needs_review" : "alert");
-		Async_Notify("idem_gate_alert", payload.data);
+		Async_Notify("idem_gate_alert", payload);
+		if (review)
+			ig_durable_wrote(wf, key);
 		if (pass->forward_alerts)
-			pass->forward = lappend(pass->forward, payload.data);
+			pass->forward = lappend(pass->forward, payload);
 
 		if (k < IG_ALERT_EXAMPLES)
 		{
 			MemoryContext old = MemoryContextSwitchTo(pass->cxt);
 
-			pass->examples[k] = psprintf("workflow \"%s\" key \"%s\" token %s stuck for %s",
+			pass->examples[k] = psprintf("workflow \"%s\" key \"%s\" stuck for %s",
 										 ig_log_display(wf), ig_log_display(key),
-										 token, age);
+										 age);
 			MemoryContextSwitchTo(old);
 		}
 	}

@@ -90,5 +90,7 @@ extern double ig_jfloat(HeapTuple tup, int col);
 /* janitor_alert.c */
 extern void ig_alert_rows(IgPass *pass, bool review);
 extern void ig_alert_forward(IgPass *pass);
+extern char *ig_alert_payload(const char *workflow, const char *reason,
+							  TimestampTz at);
 
 #endif							/* IDEM_GATE_JANITOR_INT_H */
