@@ -30,6 +30,7 @@
 #include "audit.h"
 #include "call.h"
 #include "citus_batch.h"
+#include "durable.h"
 #include "store.h"
 
 /* The arguments of one claim, checked. */
@@ -49,6 +50,8 @@ typedef struct IgClaimResult
 	IgRow		row;
 	bool		granted;		/* the caller owns the token */
 	bool		wrote;			/* the claim wrote the row (not a re-entry) */
+	XLogRecPtr	durable;		/* an answer read from the row: what the
+								 * synchronous standbys must confirm first */
 } IgClaimResult;
 
 /*
@@ -135,6 +138,7 @@ ig_claim_key(IgCall *call, const IgClaimArgs *a, IgClaimResult *res)
 
 	res->granted = false;
 	res->wrote = false;
+	res->durable = InvalidXLogRecPtr;
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -163,9 +167,11 @@ ig_claim_key(IgCall *call, const IgClaimArgs *a, IgClaimResult *res)
 		{
 			case IG_COMPLETED:
 				res->outcome = IG_OUTCOME_COMPLETED;
+				res->durable = ig_durable_lsn(call->workflow_str, call->key_str);
 				return;
 			case IG_NEEDS_REVIEW:
 				res->outcome = IG_OUTCOME_NEEDS_REVIEW;
+				res->durable = ig_durable_lsn(call->workflow_str, call->key_str);
 				return;
 			case IG_FAILED_RETRYABLE:
 				/* a retry after a clean failure is a new attempt */
@@ -186,6 +192,7 @@ ig_claim_key(IgCall *call, const IgClaimArgs *a, IgClaimResult *res)
 			/* the owning run came back: same token, nothing changes */
 			res->outcome = IG_OUTCOME_NEW;
 			res->granted = true;
+			res->durable = ig_durable_lsn(call->workflow_str, call->key_str);
 			return;
 		}
 		if (a->has_stale && row->updated_at <= a->cutoff)
@@ -198,6 +205,7 @@ ig_claim_key(IgCall *call, const IgClaimArgs *a, IgClaimResult *res)
 			return;
 		}
 		res->outcome = IG_OUTCOME_IN_FLIGHT;
+		res->durable = ig_durable_lsn(call->workflow_str, call->key_str);
 		return;
 	}
 }
@@ -220,6 +228,7 @@ idem_claim(PG_FUNCTION_ARGS)
 	ig_claim_args(fcinfo, 2, -1, -1, false, &a);
 	ig_claim_key(&call, &a, &res);
 	ig_call_end(&call);
+	ig_durable_wait(res.durable);
 	idem_stats_count_outcome(res.outcome);
 
 	PG_RETURN_DATUM(ig_outcome_datum(ig_rettype(fcinfo, "outcome"), res.outcome));
@@ -282,6 +291,7 @@ idem_claim_ex(PG_FUNCTION_ARGS)
 	ig_claim_args(fcinfo, 2, 3, 4, true, &a);
 	ig_claim_key(&call, &a, &res);
 	ig_call_end(&call);
+	ig_durable_wait(res.durable);
 	idem_stats_count_outcome(res.outcome);
 
 	ig_claim_values(tupdesc, 0, &res, values, nulls);
@@ -367,6 +377,7 @@ ig_many(FunctionCallInfo fcinfo, bool group)
 	ErrorContextCallback errcb;
 	const char *stored_fp = NULL;
 	uint64		counts[IG_NUM_OUTCOMES] = {0};
+	XLogRecPtr	durable = InvalidXLogRecPtr;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -475,11 +486,14 @@ ig_many(FunctionCallInfo fcinfo, bool group)
 				stored_fp = a.fingerprint_str;
 		}
 		counts[res->outcome]++;
+		if (!e->repeat)
+			durable = Max(durable, res->durable);
 	}
 	error_context_stack = errcb.previous;
 	ig_call_end(&call);
 	if (group)
 		AtEOXact_GUC(true, guc_level);
+	ig_durable_wait(durable);
 
 	/* one shared-memory add per outcome, not per key */
 	for (int o = 0; o < IG_NUM_OUTCOMES; o++)
@@ -540,7 +554,7 @@ ig_owner_read(IgCall *call, const char *verb, const char *fname,
 	if (!row->found)
 		ig_error_no_claim(call, verb);
 	if (has_token && row->token != token)
-		ig_error_stale_token(call, token, row->state, row->token, row->attempt);
+		ig_error_stale_token(call, token, row->state, row->attempt);
 	if (!has_token && row->token_issued)
 		ig_error_token_required(call, fname);
 	if (row->state == IG_COMPLETED && completed_ok)
@@ -553,9 +567,11 @@ ig_owner_read(IgCall *call, const char *verb, const char *fname,
 /*
  * An owner's transition out of processing (idem_complete, idem_fail) to
  * new_state, storing value in the receipt or error column.  A row changed
- * between the read and the write is read again.
+ * between the read and the write is read again.  Returns what the
+ * synchronous standbys must confirm before a retried completion, which
+ * answers from the row it read, may say true.
  */
-static void
+static XLogRecPtr
 ig_owner_finish(FunctionCallInfo fcinfo, IgCall *call, const char *verb,
 				const char *fname, bool completed_ok, IgState new_state,
 				IgRow *row)
@@ -568,9 +584,9 @@ ig_owner_finish(FunctionCallInfo fcinfo, IgCall *call, const char *verb,
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (!ig_owner_read(call, verb, fname, has_token, token, completed_ok, row))
-			return;
+			return ig_durable_lsn(call->workflow_str, call->key_str);
 		if (ig_store_finish(call, row, new_state, value, PG_ARGISNULL(3)) == IG_WRITE_DONE)
-			return;
+			return InvalidXLogRecPtr;
 	}
 }
 
@@ -589,6 +605,8 @@ idem_heartbeat(PG_FUNCTION_ARGS)
 	int64		token = ig_required_token(fcinfo, 2);
 	bool		owns;
 
+	XLogRecPtr	durable = InvalidXLogRecPtr;
+
 	ig_call_begin(fcinfo, &call, "idem_heartbeat()", true);
 	for (;;)
 	{
@@ -597,10 +615,16 @@ idem_heartbeat(PG_FUNCTION_ARGS)
 		if (!row.found)
 			ig_error_no_claim(&call, "heartbeat");
 		owns = (row.state == IG_PROCESSING && row.token == token);
-		if (!owns || ig_store_heartbeat(&call, &row) == IG_WRITE_DONE)
+		if (!owns)
+		{
+			durable = ig_durable_lsn(call.workflow_str, call.key_str);
+			break;
+		}
+		if (ig_store_heartbeat(&call, &row) == IG_WRITE_DONE)
 			break;
 	}
 	ig_call_end(&call);
+	ig_durable_wait(durable);
 	PG_RETURN_BOOL(owns);
 }
 
@@ -617,10 +641,13 @@ idem_complete(PG_FUNCTION_ARGS)
 	IgCall		call;
 	IgRow		row;
 
+	XLogRecPtr	durable;
+
 	ig_call_begin(fcinfo, &call, "idem_complete()", true);
-	ig_owner_finish(fcinfo, &call, "complete", "idem_complete()", true,
-					IG_COMPLETED, &row);
+	durable = ig_owner_finish(fcinfo, &call, "complete", "idem_complete()", true,
+							  IG_COMPLETED, &row);
 	ig_call_end(&call);
+	ig_durable_wait(durable);
 	idem_stats_count(IG_STAT_COMPLETIONS);
 	PG_RETURN_BOOL(true);
 }

@@ -18,6 +18,7 @@
 
 #include "idem_gate.h"
 #include "call.h"
+#include "durable.h"
 #include "janitor.h"
 #include "store.h"
 #include "stats.h"
@@ -48,6 +49,7 @@ _PG_init(void)
 		return;
 
 	idem_stats_request_shmem();
+	ig_durable_request_shmem();
 	idem_worker_register();
 }
 
