@@ -40,9 +40,9 @@
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "tcop/tcopprot.h"
-#include "nodes/makefuncs.h"
-#include "nodes/value.h"
-#include "parser/parse_func.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -340,26 +340,45 @@ ig_function_owner(Oid fn)
 }
 
 /*
+ * Whom a pass acts as: the owner of idem_gate.janitor_run(), so that the
+ * worker does exactly what a call of that function by its owner would.
+ * Found by catalog, not by a name lookup, which would need USAGE on the
+ * schema from the role the janitor connects as.
+ */
+static Oid
+ig_pass_owner(void)
+{
+	Oid			fn;
+	Oid			owner;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	fn = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
+						 CStringGetDatum("janitor_run"),
+						 PointerGetDatum(buildoidvector(NULL, 0)),
+						 ObjectIdGetDatum(get_namespace_oid("idem_gate", false)));
+	if (!OidIsValid(fn))
+		elog(ERROR, "function idem_gate.janitor_run() does not exist");
+	owner = ig_function_owner(fn);
+	CommitTransactionCommand();
+	return owner;
+}
+
+/*
  * Whether a pass can work in this database now: not while the server is
  * read-only for the janitor's sessions (default_transaction_read_only,
  * from the configuration, the database or the role), nor while the
- * claims table refuses every write.  Also finds whom the pass acts as:
- * the owner of idem_gate.janitor_run(), so that the worker does exactly
- * what a call of that function by its owner would.
+ * claims table refuses every write.  Decided as the pass's owner.
  */
 static IdemPassState
-ig_pass_state(char **dbname, const char **why, Oid *owner)
+ig_pass_state(char **dbname, const char **why)
 {
 	IdemPassState state = IDEM_PASS_WORKING;
-	Oid			fn;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	*dbname = MemoryContextStrdup(TopMemoryContext, get_database_name(MyDatabaseId));
 	*why = NULL;
-	fn = LookupFuncName(list_make2(makeString("idem_gate"), makeString("janitor_run")),
-						0, NULL, false);
-	*owner = ig_function_owner(fn);
 	if (XactReadOnly)
 		state = IDEM_PASS_READ_ONLY;
 	else
@@ -618,15 +637,20 @@ idem_gate_janitor_main(Datum main_arg)
 	{
 		char	   *dbname;
 		const char *why;
-		Oid			owner;
-		IdemPassState state = ig_pass_state(&dbname, &why, &owner);
+		Oid			save_userid;
+		int			save_sec_context;
+		Oid			owner = ig_pass_owner();
+		IdemPassState state;
 
+		/* as the owner of idem_gate.janitor_run(), restricted as it is */
+		GetUserIdAndSecContext(&save_userid, &save_sec_context);
+		SetUserIdAndSecContext(owner, save_sec_context |
+							   SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
+		state = ig_pass_state(&dbname, &why);
 		ig_pass_report(i, &args, state, dbname, why);
 		if (state == IDEM_PASS_WORKING)
 		{
-			Oid			save_userid;
-			int			save_sec_context;
-
 			/*
 			 * Background work yields to the claims: a lower CPU priority,
 			 * batches that do not wait for their WAL flush (a deletion lost
@@ -635,15 +659,9 @@ idem_gate_janitor_main(Datum main_arg)
 			 */
 			ig_lower_priority();
 			SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-
-			/* as the owner of idem_gate.janitor_run(), restricted as it is */
-			GetUserIdAndSecContext(&save_userid, &save_sec_context);
-			SetUserIdAndSecContext(owner, save_sec_context |
-								   SECURITY_LOCAL_USERID_CHANGE |
-								   SECURITY_RESTRICTED_OPERATION);
 			ig_run_pass(i, &args, dbname);
-			SetUserIdAndSecContext(save_userid, save_sec_context);
 		}
+		SetUserIdAndSecContext(save_userid, save_sec_context);
 	}
 	pgstat_report_activity(STATE_IDLE, NULL);
 	proc_exit(0);

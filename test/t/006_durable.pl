@@ -1,0 +1,173 @@
+# Durable answers: with a synchronous standby configured, no answer is given
+# from a row the standby may lack.  A claim whose commit was cut off in its
+# synchronous-replication wait is committed on the primary only; its run's
+# retry, a duplicate, a retried completion and the rest wait for the standby
+# instead of answering, a cancel ends such a wait with an error, and after
+# the primary dies and the standby is promoted no token was acknowledged to
+# two runs.  With the standby caught up, answers do not wait.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'idem_gate'
+idem_gate.naptime = 1
+});
+$primary->start;
+$primary->safe_psql('postgres', 'CREATE EXTENSION idem_gate');
+$primary->backup('bk');
+
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'bk', has_streaming => 1);
+$standby->append_conf('postgresql.conf',
+	"primary_conninfo = '" . $primary->connstr . " application_name=s1'");
+$standby->start;
+$primary->safe_psql('postgres',
+	"ALTER SYSTEM SET synchronous_standby_names = 'ANY 1 (s1)'");
+$primary->reload;
+$primary->poll_query_until('postgres',
+	"SELECT sync_state = 'quorum' FROM pg_stat_replication WHERE application_name = 's1'")
+  or die 'the standby did not become synchronous';
+
+# Run a statement in the background; returns the harness and its output.
+sub background
+{
+	my ($node, $sql) = @_;
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[ 'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-v', 'VERBOSITY=verbose',
+		  '-d', $node->connstr('postgres'), '-c', $sql ],
+		'>', \$out, '2>', \$err);
+	return ($h, \$out, \$err);
+}
+
+# Wait until a backend running a statement matching $like waits for the
+# synchronous standby; returns its pid.
+sub waiting_for_standby
+{
+	my ($node, $like) = @_;
+	$node->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND query LIKE '$like'")
+	  or return 0;
+	return $node->safe_psql('postgres',
+		"SELECT min(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND query LIKE '$like'");
+}
+
+# A statement that commits on the primary but whose synchronous-replication
+# wait is cut off, as when the client's connection drops.
+sub committed_locally_only
+{
+	my ($node, $sql, $tag) = @_;
+	my ($h, $out, $err) = background($node, $sql);
+	my $pid = waiting_for_standby($node, "%$tag%");
+	ok($pid, "$tag: the commit waits for the stopped standby");
+	$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+	$h->finish;
+	unlike($$out, qr/^new|^t$/m, "$tag: its client got no answer");
+}
+
+# A retry must wait, not answer: under a statement timeout it ends with an
+# error; returns what it printed.
+sub waits_instead_of_answering
+{
+	my ($node, $sql, $what) = @_;
+	my ($ret, $stdout, $stderr) = $node->psql('postgres',
+		"SET statement_timeout = '1500ms'; $sql",
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	isnt($ret, 0, "$what: no answer while the standby lacks the row");
+	like($stderr, qr/57014: canceling statement due to statement timeout/,
+		"$what: the wait ends with the timeout's error");
+	unlike($stdout, qr/new|completed|in_flight|needs_review|^t$/m,
+		"$what: nothing was answered");
+	return $stdout;
+}
+
+# the steady state: the standby has everything, and duplicates do not wait
+my $tok = $primary->safe_psql('postgres',
+	"SELECT token FROM idem_claim_ex('done-1', 'charge', '1 hour', NULL, 'run0')");
+$primary->safe_psql('postgres', "SELECT idem_complete('done-1', 'charge', $tok, '{\"ch\": 1}')");
+$primary->safe_psql('postgres',
+	"SELECT token FROM idem_claim_ex('fresh-1', 'charge', '1 hour', NULL, 'runF')");
+$primary->wait_for_catchup('s1');
+my ($ret, $stdout, $stderr) = $primary->psql('postgres',
+	"SET statement_timeout = '1500ms'; SELECT outcome FROM idem_claim_ex('done-1', 'charge')");
+is($stdout, 'completed', 'with the standby caught up a duplicate answers at once');
+($ret, $stdout) = $primary->psql('postgres',
+	"SET statement_timeout = '1500ms'; SELECT outcome, token FROM idem_claim_ex('fresh-1', 'charge', '1 hour', NULL, 'runF')");
+is($stdout, "new|" . ($tok + 1), 'and a re-entry of its owner too');
+
+# claims whose completion and failure come while the standby is away
+my $tok2 = $primary->safe_psql('postgres',
+	"SELECT token FROM idem_claim_ex('order-2', 'charge', '1 hour', NULL, 'runC')");
+$primary->safe_psql('postgres', "SELECT idem_claim('order-3', 'charge')");
+$primary->wait_for_catchup('s1');
+
+# the standby goes away (a partition; here: stopped): every commit waits
+$standby->stop;
+
+committed_locally_only($primary,
+	"SELECT outcome, token FROM idem_claim_ex('order-1', 'charge', '1 hour', NULL, 'runA')",
+	'runA');
+is($primary->safe_psql('postgres',
+		"SELECT state || ' ' || execution_id FROM idem_gate.claims WHERE key = 'order-1'"),
+	'processing runA', 'its claim is committed on the primary only');
+
+waits_instead_of_answering($primary,
+	"SELECT outcome, token FROM idem_claim_ex('order-1', 'charge', '1 hour', NULL, 'runA')",
+	'the owning run\'s retry (re-entry)');
+waits_instead_of_answering($primary,
+	"SELECT outcome FROM idem_claim_ex('order-1', 'charge', NULL, NULL, 'runB')",
+	'a duplicate (in_flight)');
+waits_instead_of_answering($primary,
+	"SELECT outcome FROM idem_claim_many(ARRAY['done-1', 'order-1'], 'charge')",
+	'a batch holding the key');
+waits_instead_of_answering($primary,
+	"SELECT idem_heartbeat('order-1', 'charge', 1)", 'a heartbeat with a lost token');
+
+# a retried completion and a needs_review answer, from rows written while
+# the standby is away
+committed_locally_only($primary,
+	"SELECT idem_complete('order-2', 'charge', $tok2, '{\"ch\": 2}') /* runC */", 'runC');
+waits_instead_of_answering($primary,
+	"SELECT idem_complete('order-2', 'charge', $tok2, '{\"ch\": 2}')", 'a retried completion');
+waits_instead_of_answering($primary,
+	"SELECT outcome FROM idem_claim_ex('order-2', 'charge')", 'a duplicate of the completion');
+committed_locally_only($primary,
+	"SELECT idem_fail('order-3', 'charge', NULL, 'boom', false) /* runD */", 'runD');
+waits_instead_of_answering($primary,
+	"SELECT idem_claim('order-3', 'charge')", 'a duplicate of a needs_review claim');
+
+# a cancel ends the wait with an error, never an answer
+my ($h, $out, $err) = background($primary,
+	"SELECT outcome, token FROM idem_claim_ex('order-1', 'charge', '1 hour', NULL, 'runA') /* cancelme */");
+my $pid = waiting_for_standby($primary, '%cancelme%');
+ok($pid, 'a retry waits as SyncRep');
+$primary->safe_psql('postgres', "SELECT pg_cancel_backend($pid)");
+$h->finish;
+like($$err, qr/57014: canceling statement due to user request/, 'a cancelled wait is an error');
+is($$out, '', 'and no answer');
+
+# the primary dies; the synchronous standby, which has every acknowledged
+# commit and none of the cut-off ones, is promoted
+$primary->stop('immediate');
+$standby->start;
+$standby->promote;
+$standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+  or die 'the standby did not leave recovery';
+is($standby->safe_psql('postgres', "SELECT count(*) FROM idem_gate.claims WHERE key = 'order-1'"),
+	'0', 'the cut-off claim is not on the promoted standby');
+my $b = $standby->safe_psql('postgres',
+	"SELECT outcome, token FROM idem_claim_ex('order-1', 'charge', '1 hour', NULL, 'runB')");
+like($b, qr/^new\|\d+$/, 'runB is granted the claim on the new primary');
+is($standby->safe_psql('postgres', "SELECT outcome FROM idem_claim_ex('done-1', 'charge')"),
+	'completed', 'an acknowledged completion survived the failover');
+is($standby->safe_psql('postgres', "SELECT state FROM idem_gate.claims WHERE key = 'order-2'"),
+	'processing', 'the cut-off completion did not, and was never acknowledged');
+
+$standby->stop;
+done_testing();
