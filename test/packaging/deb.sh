@@ -119,6 +119,7 @@ in_root() { local r=$1; shift; chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:
 if [ "$MAJOR" = 15 ]; then
 	BASE=$CACHE/bookworm-minbase
 	if [ ! -d "$BASE" ]; then
+		mkdir -p "$CACHE"
 		echo "# debootstrap --variant=minbase bookworm $BASE"
 		rm -rf "$BASE.partial"
 		debootstrap --variant=minbase bookworm "$BASE.partial" "$MIRROR" >"$CACHE/bookworm.debootstrap.log" 2>&1 ||
