@@ -31,6 +31,7 @@
 #include "call.h"
 #include "citus_batch.h"
 #include "durable.h"
+#include "shape.h"
 #include "store.h"
 
 /* The arguments of one claim, checked. */
@@ -127,6 +128,23 @@ ig_error_fingerprint(IgCall *call, const char *given)
 }
 
 /*
+ * The key's row exists (the first claim's insert met it) but row level
+ * security keeps the owner of the gate's functions from reading it: the
+ * gate can neither answer from it nor write around it.
+ */
+static void
+ig_error_hidden(IgCall *call)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("row level security of idem_gate.claims hides the claim of key \"%s\" in workflow \"%s\" from the owner of idem_gate's functions",
+					idem_display(call->key_str), idem_display(call->workflow_str)),
+			 errdetail("The key is claimed already, but a policy on idem_gate.claims keeps role \"%s\" from reading its row.",
+					   GetUserNameFromId(GetUserId(), false)),
+			 errhint("Let the policies of idem_gate.claims show the owner of the gate's functions every workflow it serves.")));
+}
+
+/*
  * One claim of call's key: the state machine of idem_claim, idem_claim_ex
  * and each element of idem_claim_many.
  */
@@ -145,6 +163,8 @@ ig_claim_key(IgCall *call, const IgClaimArgs *a, IgClaimResult *res)
 
 		ig_store_probe(call, row, false);
 
+		if (!row->found && raced && ig_rls_applies(IG_TABLE_CLAIMS))
+			ig_error_hidden(call);
 		if (!row->found)
 		{
 			/* first claim: exactly one concurrent inserter wins */
