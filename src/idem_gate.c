@@ -18,6 +18,7 @@
 
 #include "idem_gate.h"
 #include "call.h"
+#include "citus_guard.h"
 #include "durable.h"
 #include "janitor.h"
 #include "store.h"
@@ -44,6 +45,9 @@ _PG_init(void)
 	idem_worker_define_settings();
 
 	MarkGUCPrefixReserved("idem_gate");
+
+	/* before the preload test: a backend that loads the library late needs it too */
+	ig_citus_guard_install();
 
 	if (!idem_preloaded)
 		return;
