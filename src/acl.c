@@ -519,6 +519,7 @@ ig_acl_write(FunctionCallInfo fcinfo, bool grant)
 	ig_call_act_as_owner(fcinfo, &save_userid, &save_sec_context);
 	ig_acl_may_administer(caller, GetUserId(), pattern, grant ? "grant" : "revoke");
 	shape = ig_table_shape(IG_TABLE_WORKFLOW_ACL);
+	ig_refuse_rules(IG_TABLE_WORKFLOW_ACL);
 	if (shape->write_code != NULL ||
 		(shape->policy_code != NULL && ig_rls_applies(IG_TABLE_WORKFLOW_ACL)))
 	{

@@ -489,6 +489,26 @@ ig_call_guard_user_code(IgCall *call, IgTable table, const char *what)
 }
 
 /*
+ * Refuse to write one of the extension's tables that has a rule: a rule
+ * rewrites the gate's statements (INSERT ... ON CONFLICT, UPDATE ...
+ * RETURNING, data-modifying WITH), so the gate can neither honour it nor
+ * write around it.  Nothing is changed.
+ */
+void
+ig_refuse_rules(IgTable table)
+{
+	const IgTableShape *s = ig_table_shape(table);
+
+	if (s->rule != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("idem_gate cannot write %s: rule \"%s\" is attached to it",
+						ig_table_name(table), s->rule),
+				 errdetail("A rule rewrites the gate's INSERT ... ON CONFLICT, UPDATE ... RETURNING and data-modifying WITH statements, so the gate could neither honour it nor write around it."),
+				 errhint("Drop the rule; a trigger can do what it did, and the gate honours triggers.")));
+}
+
+/*
  * The call is about to read (write = false) or write one of the
  * extension's tables through SQL: guard it if that runs code somebody
  * attached (ig_call_guard_user_code()).  A write runs the table's
@@ -502,6 +522,8 @@ ig_call_guard_table(IgCall *call, IgTable table, bool write)
 	const IgTableShape *s = ig_table_shape(table);
 	const char *what = write ? s->write_code : NULL;
 
+	if (write)
+		ig_refuse_rules(table);
 	if (what == NULL && s->policy_code != NULL && ig_rls_applies(table))
 		what = s->policy_code;
 	if (what != NULL)

@@ -65,6 +65,7 @@ extern void ig_call_act_as_owner(FunctionCallInfo fcinfo, Oid *save_userid,
 extern void ig_call_guard_user_code(IgCall *call, IgTable table,
 									const char *what);
 extern void ig_call_guard_table(IgCall *call, IgTable table, bool write);
+extern void ig_refuse_rules(IgTable table);
 extern int	ig_call_pin_search_path(void);
 
 extern const char *ig_text_arg(FunctionCallInfo fcinfo, int argno,

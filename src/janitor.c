@@ -687,6 +687,7 @@ ig_janitor_guard(void)
 		const IgTableShape *s = ig_table_shape(written[i]);
 		const char *what = s->write_code;
 
+		ig_refuse_rules(written[i]);
 		if (what == NULL && s->policy_code != NULL && ig_rls_applies(written[i]))
 			what = s->policy_code;
 		if (what != NULL)

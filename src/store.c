@@ -117,12 +117,7 @@ ig_store_refuse(void)
 		case IG_REFUSE_NONE:
 			break;
 		case IG_REFUSE_RULE:
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("idem_gate cannot write idem_gate.claims: rule \"%s\" is attached to it",
-							ig_table_shape(IG_TABLE_CLAIMS)->rule),
-					 errdetail("A rule rewrites the gate's INSERT ... ON CONFLICT and UPDATE ... RETURNING statements, so the gate could neither honour it nor write around it."),
-					 errhint("Drop the rule; a trigger can do what it did, and the gate honours triggers.")));
+			ig_refuse_rules(IG_TABLE_CLAIMS);
 			break;
 		case IG_REFUSE_SEQUENCE:
 			ereport(ERROR,

@@ -318,7 +318,7 @@ ig_pass_report(int i, const IdemJanitorArgs *args, IdemPassState now,
 		ereport(WARNING,
 				(errmsg("idem_gate janitor: no janitor pass in database \"%s\": %s",
 						dbname, why),
-				 errhint("Drop the rule on idem_gate.claims, or restore the token sequence with ALTER SEQUENCE idem_gate.token_seq NO CYCLE INCREMENT BY 1; passes resume at the next naptime.")));
+				 errhint("Drop the rule, or restore the token sequence with ALTER SEQUENCE idem_gate.token_seq NO CYCLE INCREMENT BY 1; passes resume at the next naptime.")));
 	else if (now == IDEM_PASS_WORKING && prior != IDEM_PASS_UNKNOWN)
 		ereport(LOG,
 				(errmsg("idem_gate janitor: database \"%s\" accepts the janitor's writes again; passes resume",
@@ -383,11 +383,16 @@ ig_pass_state(char **dbname, const char **why)
 		state = IDEM_PASS_READ_ONLY;
 	else
 	{
+		static const IgTable written[] = {
+			IG_TABLE_CLAIMS, IG_TABLE_AUDIT, IG_TABLE_WATERMARKS
+		};
+
 		ig_shape_ensure();
-		if (ig_shape.refuse == IG_REFUSE_RULE)
-			*why = psprintf("idem_gate.claims has rule \"%s\", which the janitor's statements cannot honour",
-							ig_table_shape(IG_TABLE_CLAIMS)->rule);
-		else if (ig_shape.refuse == IG_REFUSE_SEQUENCE)
+		for (int t = 0; t < lengthof(written) && *why == NULL; t++)
+			if (ig_table_shape(written[t])->rule != NULL)
+				*why = psprintf("%s has rule \"%s\", which the janitor's statements cannot honour",
+								ig_table_name(written[t]), ig_table_shape(written[t])->rule);
+		if (*why == NULL && ig_shape.refuse == IG_REFUSE_SEQUENCE)
 			*why = "idem_gate.token_seq cycles or does not count up, so a token could be granted twice";
 		if (*why != NULL)
 		{
