@@ -88,7 +88,108 @@ SELECT attrelid::regclass AS "table", attname, attcollation::regcollation
 \c :regress_db
 
 ------------------------------------------------------------------------
--- a fresh 1.1 install has the same catalog
+-- a filled 1.1 database, updated to 1.2
+------------------------------------------------------------------------
+CREATE DATABASE regress_up_11f;
+\c regress_up_11f
+CREATE ROLE regress_up2_mon;
+CREATE ROLE regress_up2_admin;
+CREATE ROLE regress_up2_move;
+SET client_min_messages = warning;
+CREATE EXTENSION idem_gate VERSION '1.1';
+RESET client_min_messages;
+SELECT extversion FROM pg_extension WHERE extname = 'idem_gate';
+GRANT USAGE ON SCHEMA idem_gate TO regress_up_n8n, regress_up_ops, regress_up2_mon, regress_up2_admin, regress_up2_move;
+GRANT EXECUTE ON FUNCTION idem_claim_ex(text, text, interval, text, text),
+	idem_claim_many(text[], text, interval, text[], text),
+	idem_complete(text, text, bigint, jsonb), idem_status(text, text) TO regress_up_n8n;
+GRANT SELECT (workflow, key, token, state, execution_id) ON idem_gate.claims TO regress_up_n8n;
+GRANT EXECUTE ON FUNCTION idem_resolve(text, text, text, jsonb, text),
+	idem_release(text, text, text), idem_gate.janitor_run() TO regress_up_ops;
+GRANT SELECT ON idem_gate.audit TO regress_up_ops;
+GRANT SELECT ON idem_gate.stats, idem_gate.workflow_stats TO regress_up2_mon;
+GRANT EXECUTE ON FUNCTION idem_gate.stats_counters() TO regress_up2_mon;
+GRANT EXECUTE ON FUNCTION idem_gate.grant_workflow(name, text),
+	idem_gate.revoke_workflow(name, text) TO regress_up2_admin;
+GRANT EXECUTE ON FUNCTION idem_gate.sync_token_seq() TO regress_up2_move;
+SELECT idem_gate.grant_workflow('regress_up_n8n', 'orders_%');
+SELECT idem_gate.grant_workflow('regress_up2_admin', 'orders%');
+SELECT idem_gate.grant_workflow('regress_up_ops', '%');
+SELECT outcome FROM idem_claim_ex('u2_processing', 'orders_eu', NULL, 'fp-1', 'run-1');
+SELECT outcome FROM idem_claim_ex('u2_completed', 'orders_eu');
+SELECT idem_complete('u2_completed', 'orders_eu', (SELECT token FROM idem_gate.claims WHERE key = 'u2_completed'), '{"receipt": 1}');
+SELECT idem_claim('u2_review', 'payroll');
+SELECT idem_fail('u2_review', 'payroll', NULL, 'after', false);
+SELECT idem_claim('u2_released', 'ordersXeu');
+SELECT idem_release('u2_released', 'ordersXeu', 'before the update');
+SELECT key, state FROM idem_gate.claims ORDER BY key;
+SELECT max(token) AS max_token_11 FROM idem_gate.claims \gset
+ALTER EXTENSION idem_gate UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'idem_gate';
+-- every row kept
+SELECT key, workflow, state, attempt, result FROM idem_gate.claims ORDER BY key;
+SELECT action, key, state_before, state_after, reason FROM idem_gate.audit ORDER BY id;
+-- every GRANT kept, on the objects the update replaced too, and as the
+-- DBA's own (not the extension's initial privileges), so pg_dump keeps them
+SELECT r.rolname, coalesce(p.oid::regprocedure::text, c.oid::regclass::text) AS object, a.privilege_type
+  FROM pg_roles r
+  JOIN LATERAL (SELECT p.oid, a FROM pg_proc p, aclexplode(p.proacl) a WHERE a.grantee = r.oid
+				UNION ALL SELECT c.oid, a FROM pg_class c, aclexplode(c.relacl) a WHERE a.grantee = r.oid) x(oid, a) ON true
+  LEFT JOIN pg_proc p ON p.oid = x.oid
+  LEFT JOIN pg_class c ON c.oid = x.oid
+  CROSS JOIN LATERAL (SELECT (x.a).privilege_type) a
+ WHERE r.rolname LIKE 'regress_up%' ORDER BY 1, 2, 3;
+SELECT count(*) AS dba_grants_taken_for_the_extensions
+  FROM pg_init_privs i, aclexplode(i.initprivs) a, pg_roles r
+ WHERE r.oid = a.grantee AND r.rolname LIKE 'regress_up%';
+-- calls written for 1.1 keep working, as the roles that had them
+SET ROLE regress_up_n8n;
+SELECT outcome, token > :max_token_11 AS token_grew FROM idem_claim_ex('u2_new', 'orders_eu', NULL, NULL, 'run-2');
+SELECT ord, outcome FROM idem_claim_many(ARRAY['u2_new', 'u2_b'], 'orders_eu');
+SELECT state FROM idem_status('u2_completed', 'orders_eu');
+RESET ROLE;
+SET ROLE regress_up_ops;
+SELECT idem_resolve('u2_review', 'payroll', 'retry', NULL, 'checked');
+SELECT idem_release('u2_new', 'orders_eu', 'operator');
+SELECT deleted FROM idem_gate.janitor_run();
+RESET ROLE;
+SET ROLE regress_up2_mon;
+SELECT available IS NOT NULL AS mon_reads_stats FROM idem_gate.stats;
+SELECT count(*) > 0 AS mon_reads_workflow_stats FROM idem_gate.workflow_stats;
+RESET ROLE;
+-- the grants are read by the 1.2 rule: _ is literal, and reads are filtered
+SET idem_gate.workflow_acl = on;
+SET ROLE regress_up_n8n;
+SELECT DISTINCT workflow FROM idem_gate.claims ORDER BY 1;
+RESET ROLE;
+-- the administrator given the two functions under 1.1 can use them now,
+-- for what its own grants cover
+SET ROLE regress_up2_admin;
+SELECT idem_gate.grant_workflow('regress_up_n8n', 'orders_us%');
+RESET ROLE;
+RESET idem_gate.workflow_acl;
+-- the released claim's token is past every token after a switch-over
+SET ROLE regress_up2_move;
+SELECT idem_gate.sync_token_seq() > :max_token_11 AS sync_past_the_released;
+RESET ROLE;
+-- the catalog, without the GRANTs this test gave
+REVOKE ALL ON FUNCTION idem_claim_ex(text, text, interval, text, text),
+	idem_claim_many(text[], text, interval, text[], text),
+	idem_complete(text, text, bigint, jsonb), idem_status(text, text),
+	idem_resolve(text, text, text, jsonb, text), idem_release(text, text, text),
+	idem_gate.janitor_run(), idem_gate.stats_counters(),
+	idem_gate.grant_workflow(name, text), idem_gate.revoke_workflow(name, text),
+	idem_gate.sync_token_seq()
+	FROM regress_up_n8n, regress_up_ops, regress_up2_mon, regress_up2_admin, regress_up2_move;
+REVOKE ALL ON idem_gate.claims, idem_gate.audit, idem_gate.stats, idem_gate.workflow_stats
+	FROM regress_up_n8n, regress_up_ops, regress_up2_mon;
+REVOKE ALL ON SCHEMA idem_gate FROM regress_up_n8n, regress_up_ops, regress_up2_mon, regress_up2_admin, regress_up2_move;
+DELETE FROM idem_gate.workflow_acl;
+:catalog_query \gset updated11_
+\c :regress_db
+
+------------------------------------------------------------------------
+-- a fresh install has the same catalog
 ------------------------------------------------------------------------
 CREATE DATABASE regress_up_11;
 \c regress_up_11
@@ -98,6 +199,7 @@ RESET client_min_messages;
 SELECT extversion FROM pg_extension WHERE extname = 'idem_gate';
 :catalog_query \gset fresh_
 SELECT :'fresh_string_agg' = :'updated_string_agg' AS same_catalog;
+SELECT :'fresh_string_agg' = :'updated11_string_agg' AS same_catalog_from_1_1;
 SELECT length(:'fresh_string_agg') > 10000 AS catalog_described;
 -- what differs, if anything
 SELECT l AS only_in_fresh FROM regexp_split_to_table(:'fresh_string_agg', E'\n') l
@@ -105,6 +207,12 @@ EXCEPT SELECT regexp_split_to_table(:'updated_string_agg', E'\n');
 SELECT l AS only_in_updated FROM regexp_split_to_table(:'updated_string_agg', E'\n') l
 EXCEPT SELECT regexp_split_to_table(:'fresh_string_agg', E'\n');
 \c :regress_db
+SELECT l AS only_in_fresh_not_from_1_1 FROM regexp_split_to_table(:'fresh_string_agg', E'\n') l
+EXCEPT SELECT regexp_split_to_table(:'updated11_string_agg', E'\n');
+SELECT l AS only_in_updated_from_1_1 FROM regexp_split_to_table(:'updated11_string_agg', E'\n') l
+EXCEPT SELECT regexp_split_to_table(:'fresh_string_agg', E'\n');
+\c :regress_db
 DROP DATABASE regress_up_10;
 DROP DATABASE regress_up_11;
-DROP ROLE regress_up_n8n, regress_up_ops;
+DROP DATABASE regress_up_11f;
+DROP ROLE regress_up_n8n, regress_up_ops, regress_up2_mon, regress_up2_admin, regress_up2_move;
