@@ -168,10 +168,9 @@ SET ROLE regress_up2_admin;
 SELECT idem_gate.grant_workflow('regress_up_n8n', 'orders_us%');
 RESET ROLE;
 RESET idem_gate.workflow_acl;
--- the released claim's token is past every token after a switch-over
-SET ROLE regress_up2_move;
-SELECT idem_gate.sync_token_seq() > :max_token_11 AS sync_past_the_released;
-RESET ROLE;
+-- after a switch-over the next token is past the released claim's too
+SELECT setval('idem_gate.token_seq', 1);
+SELECT idem_gate.sync_token_seq() > (SELECT max(token) FROM idem_gate.audit) AS sync_past_the_released;
 -- the catalog, without the GRANTs this test gave
 REVOKE ALL ON FUNCTION idem_claim_ex(text, text, interval, text, text),
 	idem_claim_many(text[], text, interval, text[], text),
