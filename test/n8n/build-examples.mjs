@@ -23,6 +23,21 @@ export const IDS = {
   control: 'idemGateControl1',
 };
 
+// Error codes of the side effect's request that mean nothing was sent: the
+// connection was refused, or the host name did not resolve (no such name, or
+// no DNS answer).  Not ETIMEDOUT nor ECONNRESET: a timeout or a reset can come
+// after the request was written, when the downstream may have performed it.
+// The HTTP Request node's error item carries the code ({ message: "connect
+// ECONNREFUSED 127.0.0.1:5690", name: "Error", code: "ECONNREFUSED" } in n8n
+// 2.8.4, 2.40.7 and 2.41.1); without a code, the message is tested from its start
+// (Node's own words, or n8n's for these codes), never in the middle: an HTTP
+// error's message ("502 - <body>") quotes the downstream's body, which may
+// name any code.
+export const NOT_SENT = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
+const NOT_SENT_MESSAGE =
+  '/^(connect ECONNREFUSED|getaddrinfo (ENOTFOUND|EAI_AGAIN)|The service refused the connection|' +
+  'The connection cannot be established, this usually occurs due to an incorrect host|The DNS server returned an error)/';
+
 // Nodes that run before the side effect: a failure there is retryable.
 export const BEFORE_SIDE_EFFECT = ['Webhook', 'Has event id?', 'Has identity fields?', 'Claim', 'Route by outcome'];
 
@@ -260,10 +275,12 @@ function gateWorkflow({ id, name, path, webhookId, scope, keyed }) {
       [1200, 320],
       SQL.fail,
       // retryable only when the side effect surely did not happen: its HTTP
-      // request was refused before anything was sent
+      // request never left, because the connection was refused or the host
+      // name did not resolve (NOT_SENT), and no HTTP answer came back
       `[ ${C}.key, ${C}.workflow, ${C}.token, ` +
         `$prevNode.name + ': ' + ($json.error?.message ?? 'failed'), ` +
-        `$prevNode.name === 'Side effect' && /ECONNREFUSED|refused the connection/i.test(JSON.stringify($json.error ?? ''))]`,
+        `$prevNode.name === 'Side effect' && !($json.error?.httpCode ?? $json.error?.statusCode ?? $json.error?.status) && ` +
+        `(${JSON.stringify(NOT_SENT).replace(/"/g, "'")}.includes($json.error?.code ?? $json.error?.cause?.code) || ${NOT_SENT_MESSAGE}.test($json.error?.message ?? '')) ]`,
       { onError: 'continueRegularOutput' },
     ),
     respond(
@@ -343,7 +360,7 @@ function gateWorkflow({ id, name, path, webhookId, scope, keyed }) {
       160,
       '## Failures never answer 200\n' +
         'Every error output goes to **Fail claim** (`idem_fail`) and a 5xx: `failed_retryable` (503) only when ' +
-        'the side effect\'s request was refused, otherwise `needs_review` (500). ' +
+        'the side effect\'s request surely was not sent (' + NOT_SENT.map((c) => '`' + c + '`').join(', ') + '), otherwise `needs_review` (500). ' +
         'Settings → Error workflow = **idem_gate: error workflow** covers what is left.',
       3,
     ),

@@ -1,12 +1,14 @@
 // idem_gate end-to-end drills against a real n8n.  Started by e2e.sh, which
 // provides the throwaway PostgreSQL and the environment below; this script
-// runs docs/n8n.md's documented n8n CLI block (import, publish) on copies of
-// the examples whose placeholders are filled in, starts n8n in a fresh home,
-// runs the drills, prints the table and stops n8n.
+// runs docs/n8n.md's documented shell blocks (the side effect's URL, n8n
+// import and publish, the try-it deliveries) on a copy of the examples whose
+// credential is filled in, starts n8n in a fresh home, runs the drills,
+// prints the table and stops n8n.  The n8n CLI runs with the server's
+// environment (n8nEnv), as the docs say it must.
 //
 // E2E_ONLY=1,2,5 runs some drills only (setup is always done).
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync, openSync, readFileSync, writeFileSync, closeSync, rmSync } from 'node:fs';
+import { mkdirSync, openSync, readFileSync, writeFileSync, closeSync, rmSync, existsSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { docBlock } from './doc_block.mjs';
 import { fileURLToPath } from 'node:url';
@@ -56,6 +58,7 @@ const n8nEnv = {
   N8N_PORT: String(N8N_PORT),
   N8N_PROTOCOL: 'http',
   WEBHOOK_URL: `${BASE}/`,
+  N8N_WEBHOOK_URL: `${BASE}/`, // the name in n8n 2.40 and later (WEBHOOK_URL still works there, with a deprecation warning)
   N8N_EDITOR_BASE_URL: `${BASE}/`,
   N8N_RUNNERS_BROKER_PORT: String(env.E2E_BROKER_PORT),
   N8N_RUNNERS_BROKER_LISTEN_ADDRESS: '127.0.0.1',
@@ -85,6 +88,11 @@ const n8nEnv = {
   EXECUTIONS_MODE: 'regular',
   DB_TYPE: 'sqlite',
   NODE_OPTIONS: '--max-old-space-size=4096',
+  // n8n 2.40 and later: its MCP server registry polls api.n8n.io; the name is unknown
+  // to (and refused by) 2.8.4
+  ...(existsSync(join(dirname(N8N_BIN), '..', 'n8n', 'dist', 'modules', 'mcp-registry')) ? { N8N_DISABLED_MODULES: 'mcp-registry' } : {}),
+  // the node that this n8n needs (install_n8n.sh), first on PATH for n8n only
+  PATH: `${env.E2E_N8N_NODE_DIR}:${dirname(N8N_BIN)}:${env.PATH}`,
 };
 delete n8nEnv.PGHOST;
 delete n8nEnv.PGPORT;
@@ -177,7 +185,7 @@ const statusSummary = (rs) => {
 // ----------------------------------------------------------- REST (retry) --
 let cookie = null;
 const BROWSER_ID = 'idem-gate-drills-browser';
-async function rest(method, path, body) {
+async function rest(method, path, body, again = true) {
   const r = await fetch(`${BASE}/rest${path}`, {
     method,
     headers: {
@@ -190,6 +198,15 @@ async function rest(method, path, body) {
   const setCookie = r.headers.get('set-cookie');
   const auth = setCookie && /(^|,\s*)(n8n-auth=[^;]*)/.exec(setCookie);
   if (auth && auth[2] !== 'n8n-auth=') cookie = auth[2];
+  // a session that n8n dropped (seen once with n8n 2.40.7 on a loaded
+  // machine, right after the owner set-up): sign in again, once
+  if (r.status === 401 && again && cookie && !['/login', '/owner/setup'].includes(path)) {
+    log(`${method} /rest${path}: 401, signing in again`);
+    await r.text();
+    cookie = null;
+    await ownerLogin();
+    return rest(method, path, body, false);
+  }
   const text = await r.text();
   let json = null;
   try {
@@ -197,7 +214,6 @@ async function rest(method, path, body) {
   } catch {}
   return { status: r.status, json, text };
 }
-const SHOT_ID = 'idemGateShot0001';
 const OWNER = { email: 'drills@idem-gate.invalid', password: 'Drills-e2e-1234', firstName: 'Drill', lastName: 'Runner' };
 async function ownerLogin() {
   const creds = OWNER;
@@ -257,6 +273,82 @@ function fill(text, placeholder, value, what) {
   return text.split(placeholder).join(value);
 }
 
+// the editor's Save and Publish buttons, as the editor sends them: Save is a
+// PATCH of the whole workflow (a new draft version), Publish is POST
+// /activate naming the version to put live (the dialog asks for its name).
+async function getWorkflow(id) {
+  const r = await rest('GET', `/workflows/${id}`);
+  if (r.status !== 200) throw new Error(`GET /rest/workflows/${id}: ${r.status} ${r.text.slice(0, 200)}`);
+  return r.json?.data ?? r.json;
+}
+const sideEffectUrl = (wf) => wf.nodes.find((n) => n.name === 'Side effect')?.parameters?.url;
+async function editorSetSideEffectUrl(id, url) {
+  const wf = await getWorkflow(id);
+  if (!sideEffectUrl(wf)) throw new Error(`workflow ${id} has no Side effect URL`);
+  const nodes = wf.nodes.map((n) => (n.name === 'Side effect' ? { ...n, parameters: { ...n.parameters, url } } : n));
+  const body = { name: wf.name, nodes, connections: wf.connections, settings: wf.settings, pinData: wf.pinData ?? {}, versionId: wf.versionId };
+  if (wf.checksum) body.expectedChecksum = wf.checksum;
+  const r = await rest('PATCH', `/workflows/${id}`, body);
+  if (r.status !== 200) throw new Error(`Save (PATCH /rest/workflows/${id}): ${r.status} ${r.text.slice(0, 200)}`);
+  const saved = r.json?.data ?? r.json;
+  if (sideEffectUrl(saved) !== url) throw new Error(`Save did not keep the URL: ${sideEffectUrl(saved)}`);
+  return saved;
+}
+// Publish, then wait until the new version serves the webhook.  n8n 2.8.4
+// applies a publication before it answers; n8n 2.40 and later answer first and
+// applies it in the background (an outbox), so a delivery right after Publish
+// can still run the previous version.  GET .../publication-status (2.40 and later;
+// 404 before) tells when the published version is live: what the editor
+// waits for before it shows "Published".
+const publishLag = [];
+async function editorPublish(id, name) {
+  const wf = await getWorkflow(id);
+  const body = { versionId: wf.versionId, name, description: 'published by the idem_gate drills' };
+  if (wf.checksum) body.expectedChecksum = wf.checksum;
+  const t0 = Date.now();
+  const r = await rest('POST', `/workflows/${id}/activate`, body);
+  if (r.status !== 200) throw new Error(`Publish (POST /rest/workflows/${id}/activate): ${r.status} ${r.text.slice(0, 200)}`);
+  for (;;) {
+    const st = await rest('GET', `/workflows/${id}/publication-status`);
+    if (st.status === 404) break; // n8n without the publication service: live at once
+    const d = st.json?.data ?? st.json;
+    if (st.status === 200 && d?.liveVersionId === wf.versionId && !d?.pendingVersionId) break;
+    if (Date.now() - t0 > 60000) throw new Error(`Publish of ${id}: version ${wf.versionId} not live after 60 s: ${st.text.slice(0, 200)}`);
+    await sleep(100);
+  }
+  publishLag.push(Date.now() - t0);
+  return r.json?.data ?? r.json;
+}
+// the URL that the live (published) version of a workflow calls
+async function liveSideEffectUrl(id) {
+  const wf = await getWorkflow(id);
+  const live = wf.activeVersion?.nodes ?? null;
+  return live ? live.find((n) => n.name === 'Side effect')?.parameters?.url : null;
+}
+
+// run a documented shell block as written, in the copy of the repository.
+// Asynchronously: the sink runs in this process, and must answer the side
+// effects that the block's deliveries cause
+function runDocBlock(name, cwd, replace = []) {
+  let block = docBlock(join(ROOT, 'docs/n8n.md'), name);
+  for (const [placeholder, value] of replace) block = fill(block, placeholder, value, `docs/n8n.md run:${name}`);
+  log(`docs/n8n.md run:${name}:\n${block.trimEnd()}`);
+  return new Promise((resolve, reject) => {
+    const p = spawn('bash', ['-euo', 'pipefail', '-c', block], { cwd, env: n8nEnv, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    p.stdout.setEncoding('utf8');
+    p.stdout.on('data', (d) => (out += d));
+    p.on('error', reject);
+    p.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`docs/n8n.md run:${name} exited ${code}`))));
+  });
+}
+
+// the placeholder URL that docs/n8n.md's side-effect-url block writes into the
+// gate (the user types their own downstream there)
+const DOC_DOWNSTREAM = 'https://api.example.com/charge';
+const DOC_N8N = 'http://localhost:5678';
+const setupNotes = {};
+
 async function setup() {
   mkdirSync(N8N_HOME, { recursive: true });
   const files = buildAll();
@@ -264,9 +356,10 @@ async function setup() {
     if (readFileSync(join(ROOT, 'examples/n8n', f), 'utf8') !== JSON.stringify(files[f], null, 2) + '\n')
       log(`warning: examples/n8n/${f} differs from build-examples.mjs`);
   }
-  // a copy of the repository's examples/n8n with the placeholders that
-  // docs/n8n.md names filled in: the credential's port and password (step 3),
-  // the side effect's URL (step 4)
+  // a copy of the repository's examples/n8n.  The credential's port and
+  // password are filled in as "Gate a webhook" step 3 says (edit the file);
+  // the workflows are copied unchanged: the documented commands set the side
+  // effect's URL (step 4)
   const dir = join(WORK, 'import');
   const ex = join(dir, 'examples', 'n8n');
   mkdirSync(ex, { recursive: true });
@@ -277,36 +370,49 @@ async function setup() {
   if (c.host !== '127.0.0.1' || c.database !== env.E2E_DB || c.user !== env.E2E_ROLE)
     throw new Error(`credentials.postgres.json: host/database/user ${c.host}/${c.database}/${c.user} are not the documented ones`);
   writeFileSync(join(ex, 'credentials.postgres.json'), cred);
-  for (const f of ['webhook-gate.json', 'webhook-gate-fields.json', 'error-workflow.json', 'ungated-control.json']) {
-    const text = readFileSync(join(ROOT, 'examples/n8n', f), 'utf8');
-    writeFileSync(join(ex, f), f === 'error-workflow.json' ? text : fill(text, SIDE_EFFECT_URL, SINK_URL, f));
-  }
-  // docs/n8n.md step 3, as written, with the n8n under test first on PATH
-  const block = docBlock(join(ROOT, 'docs/n8n.md'), 'n8n-import');
-  log(`docs/n8n.md run:n8n-import:\n${block.trimEnd()}`);
-  execFileSync('bash', ['-euo', 'pipefail', '-c', block], {
-    cwd: dir,
-    env: { ...n8nEnv, PATH: `${dirname(N8N_BIN)}:${env.PATH}` },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  // the workflows that only the drills use: the fields variant and the control
-  for (const [f, id] of [['webhook-gate-fields.json', IDS.fields], ['ungated-control.json', IDS.control]]) {
-    log(`n8n import:workflow ${f}; publish:workflow --id=${id}`);
-    n8nCli(['import:workflow', `--input=${join(ex, f)}`]);
-    n8nCli(['publish:workflow', `--id=${id}`]);
-  }
-  // for the picture in docs/img: the gate exactly as committed (the documented
-  // side effect URL), as a second, unpublished workflow
-  if (env.E2E_SCREENSHOT_DIR) {
-    const shot = JSON.parse(readFileSync(join(ROOT, 'examples/n8n/webhook-gate.json'), 'utf8'));
-    shot.id = SHOT_ID;
-    writeFileSync(join(dir, 'webhook-gate-shot.json'), JSON.stringify(shot));
-    n8nCli(['import:workflow', `--input=${join(dir, 'webhook-gate-shot.json')}`]);
-  }
+  for (const f of ['webhook-gate.json', 'webhook-gate-fields.json', 'error-workflow.json', 'ungated-control.json'])
+    writeFileSync(join(ex, f), readFileSync(join(ROOT, 'examples/n8n', f), 'utf8'));
+  // step 4, as written: the side effect's URL set in the file, before anything
+  // is imported or published (the user's URL is the sink's here)
+  await runDocBlock('side-effect-url', dir, [[DOC_DOWNSTREAM, SINK_URL]]);
+  const gateText = readFileSync(join(ex, 'webhook-gate.json'), 'utf8');
+  if (gateText.includes(SIDE_EFFECT_URL) || !gateText.includes(SINK_URL))
+    throw new Error('docs/n8n.md run:side-effect-url did not point webhook-gate.json at the downstream');
+  // step 5, as written: import and publish
+  await runDocBlock('n8n-import', dir);
+  // the workflows that only the drills use.  The control is pointed at the
+  // sink in its file and published with the CLI.  The fields variant goes the
+  // editor's way (docs: "Changing a published workflow"): imported as
+  // committed, with the placeholder URL, and set and published in the editor
+  // once n8n runs (below)
+  writeFileSync(join(ex, 'ungated-control.json'), fill(readFileSync(join(ex, 'ungated-control.json'), 'utf8'), SIDE_EFFECT_URL, SINK_URL, 'ungated-control.json'));
+  log(`n8n import:workflow ungated-control.json; publish:workflow --id=${IDS.control}`);
+  n8nCli(['import:workflow', `--input=${join(ex, 'ungated-control.json')}`]);
+  n8nCli(['publish:workflow', `--id=${IDS.control}`]);
+  log('n8n import:workflow webhook-gate-fields.json (as committed, not published)');
+  n8nCli(['import:workflow', `--input=${join(ex, 'webhook-gate-fields.json')}`]);
   await sink.start();
   log('starting n8n');
   await startN8n();
   await ownerLogin();
+  // the fields variant in the editor: not live before Publish, Save alone
+  // changes the draft only, Publish puts the new URL live
+  const fieldsBefore = (await post(FIELDS, { customer_id: 'probe' })).status;
+  await editorSetSideEffectUrl(IDS.fields, SINK_URL);
+  const fieldsSaved = (await post(FIELDS, { customer_id: 'probe' })).status;
+  await editorPublish(IDS.fields, 'point the side effect at the sink');
+  let fieldsLive = 0;
+  for (let i = 0; i < 20 && fieldsLive !== 400; i++) {
+    fieldsLive = (await post(FIELDS, { customer_id: 'probe' })).status;
+    if (fieldsLive !== 400) await sleep(500);
+  }
+  setupNotes.fields = { before: fieldsBefore, saved: fieldsSaved, published: fieldsLive, liveUrl: await liveSideEffectUrl(IDS.fields) };
+  log(`fields variant through the editor: webhook ${fieldsBefore} before, ${fieldsSaved} after Save, ${fieldsLive} after Publish; live URL ${setupNotes.fields.liveUrl}`);
+  // step 6, as written: try it (two deliveries of one event)
+  const tryOut = await runDocBlock('try-it', dir, [[DOC_N8N, BASE]]);
+  const answers = tryOut.split('\n').filter((l) => l.trim().startsWith('{')).map((l) => { try { return JSON.parse(l); } catch { return null; } });
+  setupNotes.tryIt = { answers: answers.map((a) => a?.status ?? null), effects: sink.count('evt-1') };
+  log(`docs/n8n.md run:try-it answered ${JSON.stringify(setupNotes.tryIt)}`);
   if (env.E2E_SCREENSHOT_DIR) {
     const { screenshots } = await import('./screenshot.mjs');
     const files = await screenshots({
@@ -314,12 +420,16 @@ async function setup() {
       email: OWNER.email,
       password: OWNER.password,
       outDir: env.E2E_SCREENSHOT_DIR,
+      // the gate and the error workflow as the documented steps leave them:
+      // imported, pointed at the downstream, published
       workflows: [
-        { id: SHOT_ID, file: 'n8n-webhook-gate.png' },
+        { id: IDS.gate, file: 'n8n-webhook-gate.png' },
         { id: IDS.error, file: 'n8n-error-workflow.png' },
       ],
     });
     log(`screenshots: ${files.join(', ')}`);
+  }
+  if (env.E2E_EDITOR_CHECK) {
     editorImport = await checkEditorImportSafely();
     // the browser may have set the owner up again (see screenshot.mjs): sign in afresh
     cookie = null;
@@ -351,10 +461,15 @@ function recordEditorImport() {
   const r = editorImport;
   if (!r) return;
   const all = (m, v) => m && Object.keys(m).length === 3 && Object.values(m).every((x) => x === v);
-  record('editor', 'Import from file (docs/n8n.md step 3): a known credential id is kept; an unknown one is dropped and opening each Postgres node selects the credential; the Error workflow setting is not imported',
+  // n8n 2.8.4 drops a credential id it does not know (the canvas marks the
+  // nodes until each is opened); 2.40 and later give the nodes the Postgres
+  // credential it has at import.  Either way the saved workflow must refer to
+  // the existing credential once the documented steps are done.
+  const how = (u) => (u.issuesAfterImport > 0 ? `dropped at import (${u.issuesAfterImport} nodes marked), set by opening the nodes` : 'set at import');
+  record('editor', 'Import from file (docs/n8n.md "In the editor"): a known credential id is kept; an unknown one (a credential made by hand) ends as the existing credential after the documented steps; the Error workflow setting is not imported',
     r.error ? `error: ${r.error}` :
-      `known id: ${JSON.stringify(r.known.credentials)}; unknown id: after import ${r.unknown.issuesAfterImport} nodes with issues, after opening the nodes ${r.unknown.issuesBeforeSave}, saved ${JSON.stringify(r.unknown.credentials)}; error workflow setting after import: ${r.known.errorWorkflow}/${r.unknown.errorWorkflow}`,
-    !r.error && all(r.known.credentials, CREDENTIAL.id) && r.unknown.issuesAfterImport > 0 &&
+      `known id: ${JSON.stringify(r.known.credentials)}; unknown id and name: ${how(r.unknown)}, ${r.unknown.issuesBeforeSave} marked before saving, saved ${JSON.stringify(r.unknown.credentials)}; error workflow setting after import: ${r.known.errorWorkflow}/${r.unknown.errorWorkflow}`,
+    !r.error && all(r.known.credentials, CREDENTIAL.id) && r.known.issuesAfterImport === 0 &&
       all(r.unknown.credentials, CREDENTIAL.id) && r.unknown.issuesBeforeSave === 0 &&
       r.known.errorWorkflow === null && r.unknown.errorWorkflow === null,
     0, 0);
@@ -447,6 +562,8 @@ async function drill6() {
   await stopN8n('SIGKILL'); // crash after the side effect, before idem_complete
   sink.release('evt-d6');
   const a = await first;
+  // a redelivery while n8n is down: nothing listens on its port
+  const down = await post(GATE, order('evt-d6'), 10000);
   await startN8n();
   // n8n marks the killed run crashed and runs the published error workflow,
   // which moves the claim to needs_review (the run stopped at Side effect)
@@ -469,9 +586,9 @@ async function drill6() {
   await listener.end();
   const n = sink.count('evt-d6');
   const alertText = alerted === null ? 'alert: not checked (no background worker)' : `alerted=${alerted} (${alerts.length} NOTIFY)`;
-  record(6, 'kill n8n after the effect: after the restart the claim is needs_review (error workflow), redeliveries 200 needs_review, alerted, never a 2nd effect',
-    `killed with effects=${effectsAtKill} claim=${cKill?.state}; sender saw ${a.status || a.text}; after restart claim=${cAfter?.state} (${reviewSecs}s) last_error=${JSON.stringify(cAfter?.last_error ?? null)}; redelivery ${statusSummary([b])}; ${alertText}; later ${statusSummary([c])} claim=${cEnd?.state}; effects=${n}`,
-    effectsAtKill === 1 && cKill?.state === 'processing' && cAfter?.state === 'needs_review' &&
+  record(6, 'kill n8n after the effect: a redelivery while it is down is refused; after the restart the claim is needs_review (error workflow), redeliveries 200 needs_review, alerted, never a 2nd effect',
+    `killed with effects=${effectsAtKill} claim=${cKill?.state}; sender saw ${a.status || a.text}; redelivery while down: ${down.status || down.text}; after restart claim=${cAfter?.state} (${reviewSecs}s) last_error=${JSON.stringify(cAfter?.last_error ?? null)}; redelivery ${statusSummary([b])}; ${alertText}; later ${statusSummary([c])} claim=${cEnd?.state}; effects=${n}`,
+    effectsAtKill === 1 && cKill?.state === 'processing' && down.status === 0 && down.text === 'ECONNREFUSED' && cAfter?.state === 'needs_review' &&
       b.status === 200 && b.outcome === 'needs_review' && c.status === 200 && cEnd?.state === 'needs_review' &&
       n === 1 && alerted !== false,
     3, n);
@@ -608,6 +725,68 @@ async function drill12() {
     4, n);
 }
 
+async function drill13() {
+  // docs/n8n.md "Changing a published workflow": the gate is published (step
+  // 5); Save in the editor changes the draft, the webhook keeps running the
+  // published version; Publish puts the change live
+  const v2 = `http://127.0.0.1:${SINK_PORT}/charge-v2`;
+  await editorSetSideEffectUrl(IDS.gate, v2);
+  const liveAfterSave = await liveSideEffectUrl(IDS.gate);
+  const a = await post(GATE, order('evt-d13-a'));
+  await editorPublish(IDS.gate, 'drill 13: charge-v2');
+  const liveAfterPublish = await liveSideEffectUrl(IDS.gate);
+  const b = await post(GATE, order('evt-d13-b'));
+  // back to the documented URL, the same way
+  await editorSetSideEffectUrl(IDS.gate, SINK_URL);
+  await editorPublish(IDS.gate, 'drill 13: back to charge');
+  const c = await post(GATE, order('evt-d13-c'));
+  const at = (path, ev) => sink.countAt(path, ev);
+  const n = sink.count('evt-d13-a') + sink.count('evt-d13-b') + sink.count('evt-d13-c');
+  record(13, 'Save of a published gate changes nothing live (still the old URL); Publish does',
+    `after Save: live URL ${liveAfterSave}, delivery ${statusSummary([a])} went to /charge ${at('/charge', 'evt-d13-a')}x, /charge-v2 ${at('/charge-v2', 'evt-d13-a')}x; ` +
+      `after Publish: live URL ${liveAfterPublish}, delivery ${statusSummary([b])} went to /charge-v2 ${at('/charge-v2', 'evt-d13-b')}x; ` +
+      `published back: ${statusSummary([c])} /charge ${at('/charge', 'evt-d13-c')}x; Publish took ${publishLag.slice(-2).join(', ')} ms to go live`,
+    liveAfterSave === SINK_URL && a.status === 200 && at('/charge', 'evt-d13-a') === 1 && at('/charge-v2', 'evt-d13-a') === 0 &&
+      liveAfterPublish === v2 && b.status === 200 && at('/charge-v2', 'evt-d13-b') === 1 &&
+      c.status === 200 && at('/charge', 'evt-d13-c') === 1 && n === 3,
+    3, n);
+}
+
+async function drill14() {
+  // a side effect whose host name does not resolve (ENOTFOUND, or EAI_AGAIN
+  // when no DNS server answers): nothing was sent, so the claim is retryable
+  // and the redelivery, once the URL is fixed, performs it.  The name is under
+  // .invalid, which never resolves (RFC 6761).
+  const bad = `http://idem-gate-e2e.invalid:${SINK_PORT}/charge`;
+  await editorSetSideEffectUrl(IDS.gate, bad);
+  await editorPublish(IDS.gate, 'drill 14: an unresolvable host');
+  const a = await post(GATE, order('evt-d14'));
+  const c1 = await claim('evt-d14');
+  const ex = c1?.execution_id ? await finishedExecution(c1.execution_id) : null;
+  await editorSetSideEffectUrl(IDS.gate, SINK_URL);
+  await editorPublish(IDS.gate, 'drill 14: back to the sink');
+  const b = await post(GATE, order('evt-d14'));
+  const c2 = await claim('evt-d14');
+  const c = await post(GATE, order('evt-d14'));
+  const n = sink.count('evt-d14');
+  record(14, 'unresolvable host: 503 + failed_retryable, execution error; the redelivery performs it once',
+    `1st ${statusSummary([a])} claim=${c1?.state} last_error=${JSON.stringify(c1?.last_error ?? null)} execution=${ex?.status}; ` +
+      `after the fix ${statusSummary([b])} claim=${c2?.state} attempt=${c2?.attempt}; 3rd ${statusSummary([c])}; effects=${n}`,
+    a.status === 503 && a.outcome === 'failed_retryable' && c1?.state === 'failed_retryable' && ex?.status === 'error' &&
+      b.status === 200 && c2?.state === 'completed' && c2?.attempt === 2 && c.outcome === 'completed' && n === 1,
+    3, n);
+}
+
+function recordSetup() {
+  const f = setupNotes.fields;
+  const t = setupNotes.tryIt;
+  if (!f || !t) return;
+  record('setup', 'docs/n8n.md as written: try-it answers done then duplicate (1 side effect); a workflow imported unpublished is not live, Save keeps it so, Publish makes it live',
+    `try-it: ${JSON.stringify(t.answers)}, effects=${t.effects}; fields variant webhook: ${f.before} before, ${f.saved} after Save, ${f.published} after Publish (live URL ${f.liveUrl})`,
+    JSON.stringify(t.answers) === '["done","duplicate"]' && t.effects === 1 && f.before === 404 && f.saved === 404 && f.published === 400 && f.liveUrl === SINK_URL,
+    2, t.effects);
+}
+
 // ----------------------------------------------------------------- main --
 function printTable() {
   const head = ['drill', 'expected', 'observed', 'sent', 'effects', 'result'];
@@ -628,7 +807,8 @@ try {
   n8nVersion = n8nCli(['--version']).trim();
   pgVersion = (await q('SHOW server_version'))[0].server_version;
   await setup();
-  const drills = [drill1, drill2, drill3, drill4, drill5, drill6, drill7, drill8, drill9, drill10, drill11, drill12];
+  recordSetup();
+  const drills = [drill1, drill2, drill3, drill4, drill5, drill6, drill7, drill8, drill9, drill10, drill11, drill12, drill13, drill14];
   for (let i = 0; i < drills.length; i++) {
     if (!want(i + 1)) continue;
     try {

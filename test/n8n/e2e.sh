@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
-# idem_gate end-to-end drills against a real n8n (NOT part of CI: it downloads n8n).
+# idem_gate end-to-end drills against a real n8n (NOT part of CI: it installs n8n).
 #
-#   test/n8n/e2e.sh                 # run as root on Debian 12 with PostgreSQL 15
-#   test/n8n/e2e.sh --screenshots   # also refresh docs/img/n8n-*.png and check the
-#                                   # editor's import route (Debian's chromium)
+#   test/n8n/e2e.sh                       # run as root on Debian 12 with PostgreSQL 15
+#   N8N_VERSION=2.8.4 test/n8n/e2e.sh     # another n8n (default: the newest pin, 2.41.1)
+#   test/n8n/e2e.sh --screenshots         # also refresh docs/img/n8n-*.png and check the
+#                                         # editor's import route (Debian's chromium)
+#   test/n8n/e2e.sh --editor              # the editor check only, no pictures
+#   test/n8n/e2e-all.sh                   # every pinned version, one summary line
 #
-# It follows docs/n8n.md's "Setting it up" as written: every block marked
+# It follows docs/n8n.md's "Gate a webhook" as written: every block marked
 # <!-- run: NAME --> there is extracted (test/n8n/doc_block.mjs) and run, with
 # only the placeholders the docs name replaced (the password change-me, the
-# credential's port, the side effect's URL), so a documented command that stops
-# working fails this test.  All on loopback:
-#   1. installs the pinned n8n into a reusable cache (test/n8n/install_n8n.sh);
+# credential's port, the downstream URL https://api.example.com/charge, n8n's
+# address http://localhost:5678, and the stuck-alert's '30 seconds'), so a
+# documented command that stops working fails this test.  All on loopback:
+#   1. installs the pinned n8n, and the Node it needs, into reusable caches
+#      (test/n8n/install_n8n.sh); that Node is first on PATH for n8n only;
 #   2. runs the documented install line (make ... install) from the repository,
 #      into the PostgreSQL of PG_CONFIG (or PG_BIN, default the system 15);
 #   3. starts a throwaway PostgreSQL 15 (user postgres, its own port) with the
-#      documented postgresql.conf lines, a short idem_gate.stuck_after, and runs
-#      the documented SQL: the database app, the extension, the n8n role;
-#   4. runs the documented n8n CLI lines (import, publish) on copies of the
-#      examples, imports the test-only workflows, starts n8n on 127.0.0.1 with
-#      telemetry, version checks and templates off, and a local HTTP sink as
-#      the side effect's downstream;
-#   5. runs drills 1-12 (test/n8n/drills.mjs) and prints the table;
+#      documented postgresql.conf lines, runs the documented SQL (the database
+#      app, the extension, the n8n role, the stuck-alert policy row with a
+#      short stuck_after) and a 1 s janitor naptime;
+#   4. runs the documented commands (the side effect's URL, n8n import and
+#      publish) on a copy of the examples, imports the test-only workflows,
+#      starts n8n on 127.0.0.1 with telemetry, version checks and templates
+#      off, a local HTTP sink as the side effect's downstream, and runs the
+#      documented try-it deliveries;
+#   5. runs drills 1-14 (test/n8n/drills.mjs) and prints the table;
 #   6. stops everything it started and removes its work directory
 #      (IDEM_E2E_KEEP=1 keeps the directory with the logs).
 #
@@ -28,16 +35,23 @@
 # sink 5690.  Exit status: 0 when every drill passed.
 set -euo pipefail
 
-# --screenshots: also write docs/img/n8n-*.png with headless Debian chromium
-if [ "${1:-}" = --screenshots ]; then
-  export E2E_SCREENSHOT_DIR="$(cd "$(dirname "$0")/../.." && pwd)/docs/img"
-  shift
-fi
+# --screenshots: also write docs/img/n8n-*.png with headless Debian chromium,
+# and check the editor's import route; --editor: the check only
+case "${1:-}" in
+  --screenshots)
+    export E2E_SCREENSHOT_DIR="$(cd "$(dirname "$0")/../.." && pwd)/docs/img" E2E_EDITOR_CHECK=1
+    shift ;;
+  --editor)
+    export E2E_EDITOR_CHECK=1
+    shift ;;
+esac
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 
-export N8N_VERSION="${N8N_VERSION:-2.8.4}"
+# the n8n under test: N8N_VERSION, by default the newest pin of install_n8n.sh
+# (2.8.4 is the other one; e2e-all.sh runs both)
+export N8N_VERSION="${N8N_VERSION:-$("$HERE/install_n8n.sh" --pins | awk '{print $NF}')}"
 export N8N_CACHE="${N8N_CACHE:-/var/cache/idem_gate/n8n-$N8N_VERSION}"
 # the PostgreSQL to install into and run: PG_BIN, else PG_CONFIG's bindir, else the system 15
 if [ -z "${PG_BIN:-}" ]; then
@@ -53,7 +67,7 @@ export E2E_SINK_PORT="${IDEM_E2E_SINK_PORT:-5690}"
 export E2E_DB=app            # the database docs/n8n.md creates
 export E2E_ROLE=n8n_gate
 export E2E_ROLE_PASSWORD="e2e-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
-export E2E_STUCK_AFTER="${IDEM_E2E_STUCK_AFTER:-5s}"
+export E2E_STUCK_AFTER="${IDEM_E2E_STUCK_AFTER:-5 seconds}"
 
 log() { printf '[e2e] %s\n' "$*" >&2; }
 
@@ -62,8 +76,13 @@ log() { printf '[e2e] %s\n' "$*" >&2; }
 # --- 1. n8n --------------------------------------------------------------------
 "$HERE/install_n8n.sh" >&2
 export N8N_BIN="$N8N_CACHE/node_modules/.bin/n8n"
+# the directory of the node that n8n runs on (the system's for 2.8.4, the npm
+# registry's Node 24 for 2.40 and later): first on PATH for n8n and its CLI only
+E2E_N8N_NODE_DIR=$(cat "$N8N_CACHE/n8n-path")
+export E2E_N8N_NODE_DIR
+log "n8n $N8N_VERSION on node $("$E2E_N8N_NODE_DIR/node" --version) ($E2E_N8N_NODE_DIR)"
 
-if [ -n "${E2E_SCREENSHOT_DIR:-}" ]; then
+if [ -n "${E2E_EDITOR_CHECK:-}" ]; then
   command -v chromium >/dev/null 2>&1 || apt-get install -y chromium >&2
   export PLAYWRIGHT_CORE_DIR="${PLAYWRIGHT_CORE_DIR:-/var/cache/idem_gate/playwright-core}"
   if [ ! -d "$PLAYWRIGHT_CORE_DIR/node_modules/playwright-core" ]; then
@@ -72,7 +91,7 @@ if [ -n "${E2E_SCREENSHOT_DIR:-}" ]; then
      cd "$PLAYWRIGHT_CORE_DIR" && npm install --no-audit --no-fund --loglevel=error playwright-core@1.65.1 >&2)
   fi
   export PLAYWRIGHT_CORE_DIR="$PLAYWRIGHT_CORE_DIR/node_modules/playwright-core"
-  mkdir -p "$E2E_SCREENSHOT_DIR"
+  [ -z "${E2E_SCREENSHOT_DIR:-}" ] || mkdir -p "$E2E_SCREENSHOT_DIR"
 fi
 
 # --- documented blocks ----------------------------------------------------------
@@ -148,9 +167,16 @@ psql() { runuser -u postgres -- env PGHOST="$WORK" PGPORT="$E2E_PGPORT" "$PSQL" 
 doc_block database > "$WORK/database.sql"
 chmod 644 "$WORK/database.sql"
 psql -d postgres -f "$WORK/database.sql"
-# a short stuck_after makes drill 6's alert observable within seconds
+# a short stuck_after makes drill 6's alert observable within seconds: the
+# documented policy row (docs/n8n.md run:stuck-alert), with its '30 seconds'
+# shortened, and a janitor pass every second
 if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_settings WHERE name = 'idem_gate.stuck_after'")" = 1 ]; then
-  psql -d "$E2E_DB" -c "ALTER SYSTEM SET idem_gate.stuck_after = '$E2E_STUCK_AFTER'"
+  doc_block stuck-alert > "$WORK/stuck-alert.sql.in"
+  grep -q "'30 seconds'" "$WORK/stuck-alert.sql.in" || { echo "docs/n8n.md run:stuck-alert lost its '30 seconds'" >&2; exit 1; }
+  sed "s/'30 seconds'/'$E2E_STUCK_AFTER'/" "$WORK/stuck-alert.sql.in" > "$WORK/stuck-alert.sql"
+  chmod 644 "$WORK/stuck-alert.sql"
+  log "docs/n8n.md run:stuck-alert: $(tr '\n' ' ' < "$WORK/stuck-alert.sql")"
+  psql -d "$E2E_DB" -f "$WORK/stuck-alert.sql"
   for g in idem_gate.naptime idem_gate.janitor_naptime idem_gate.interval; do
     if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_settings WHERE name = '$g'")" = 1 ]; then
       psql -d "$E2E_DB" -c "ALTER SYSTEM SET $g = '1s'"

@@ -6,10 +6,11 @@
 // Two files are imported into new workflows:
 //   known    the committed webhook-gate.json, whose credential id exists
 //            (imported with the CLI, docs/n8n.md step 3);
-//   unknown  the same file with a credential id this n8n does not know, as
-//            when the credential was created by hand in the editor (n8n gives
-//            it an id of its own).  Then each Postgres node is opened and
-//            closed, which is what docs/n8n.md tells a user to do.
+//   unknown  the same file with a credential id and name this n8n does not
+//            know, as when the credential was created by hand in the editor
+//            (n8n gives it an id of its own, and names it "Postgres account").
+//            Then each Postgres node is opened and closed, which is what
+//            docs/n8n.md tells a user to do.
 // It returns what the saved workflows' Postgres nodes refer to.
 import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -43,7 +44,12 @@ export async function checkEditorImport({ base, email, password, gateFile, crede
     const gate = JSON.parse(gateFile);
     const variants = {
       known: gate,
-      unknown: JSON.parse(JSON.stringify(gate).split(`"id":"${credentialId}"`).join('"id":"idemGateHandMade"')),
+      // a credential made by hand: an id of its own, and n8n's default name
+      unknown: JSON.parse(
+        JSON.stringify(gate)
+          .split(`"id":"${credentialId}"`).join('"id":"idemGateHandMade"')
+          .split('"name":"idem_gate Postgres"').join('"name":"Postgres account"'),
+      ),
     };
     for (const [label, wf] of Object.entries(variants)) {
       const file = join(workDir, `editor-import-${label}.json`);

@@ -279,18 +279,38 @@ test('an error in one item fails the whole batch: why expected outcomes must nev
   eq(n.n, 0, 'the other item was rolled back with it');
 });
 
-test('Fail claim: refused connection before the side effect -> failed_retryable, else needs_review', async () => {
-  const a = await claimOne({ id: K('fail-a') }, 'exec-x');
-  const b = await claimOne({ id: K('fail-b') }, 'exec-x');
-  const c = await claimOne({ id: K('fail-c') }, 'exec-x');
-  const res = await runNode('webhook-gate', 'Fail claim', [
-    { json: { error: { message: 'The service refused the connection - perhaps it is offline' } }, prevNode: { name: 'Side effect' }, nodes: { Claim: a } },
-    { json: { error: { message: 'timeout of 30000ms exceeded' } }, prevNode: { name: 'Side effect' }, nodes: { Claim: b } },
-    { json: { error: { message: 'connect ECONNREFUSED 127.0.0.1:5432' } }, prevNode: { name: 'Complete' }, nodes: { Claim: c } },
-  ]);
-  eq(res.map((r) => r[0].state), ['failed_retryable', 'needs_review', 'needs_review'], 'states');
+test('Fail claim: retryable only when the side effect was surely not sent (refused, unresolvable), else needs_review', async () => {
+  // the HTTP Request node's error items, as n8n 2.8.4, 2.40.7 and 2.41.1 hand them
+  // to the error output ({ message, name, code }), and shapes without a code
+  const cases = [
+    ['refused', 'Side effect', { message: 'connect ECONNREFUSED 127.0.0.1:5690', name: 'Error', code: 'ECONNREFUSED' }, 'failed_retryable'],
+    ['no such host', 'Side effect', { message: 'getaddrinfo ENOTFOUND side-effect.example', name: 'Error', code: 'ENOTFOUND' }, 'failed_retryable'],
+    ['no DNS answer', 'Side effect', { message: 'getaddrinfo EAI_AGAIN api.example.com', name: 'Error', code: 'EAI_AGAIN' }, 'failed_retryable'],
+    ['refused, no code', 'Side effect', { message: 'connect ECONNREFUSED 10.0.0.1:443' }, 'failed_retryable'],
+    ["refused, n8n's words", 'Side effect', { message: 'The service refused the connection - perhaps it is offline' }, 'failed_retryable'],
+    ["no such host, n8n's words", 'Side effect', { message: 'The connection cannot be established, this usually occurs due to an incorrect host (domain) value' }, 'failed_retryable'],
+    ['timeout', 'Side effect', { message: 'timeout of 30000ms exceeded', name: 'AxiosError', code: 'ECONNABORTED' }, 'needs_review'],
+    ['connect timeout', 'Side effect', { message: 'connect ETIMEDOUT 10.0.0.1:443', name: 'Error', code: 'ETIMEDOUT' }, 'needs_review'],
+    ['reset', 'Side effect', { message: 'read ECONNRESET', name: 'Error', code: 'ECONNRESET' }, 'needs_review'],
+    ['hang up', 'Side effect', { message: 'socket hang up', name: 'Error', code: 'ECONNRESET' }, 'needs_review'],
+    ['5xx quoting a code', 'Side effect', { message: '502 - "upstream: getaddrinfo ENOTFOUND db.internal"', name: 'AxiosError', status: 502 }, 'needs_review'],
+    ['5xx quoting a code, httpCode', 'Side effect', { message: 'getaddrinfo ENOTFOUND db.internal', httpCode: '502', code: 'ENOTFOUND' }, 'needs_review'],
+    ['code mid-message', 'Side effect', { message: 'Bad gateway: connect ECONNREFUSED 10.0.0.9:80' }, 'needs_review'],
+    ['completion failed', 'Complete', { message: 'connect ECONNREFUSED 127.0.0.1:5432', code: 'ECONNREFUSED' }, 'needs_review'],
+  ];
+  const items = [];
+  for (const [name, node, error] of cases) {
+    const c = await claimOne({ id: K(`fail-${name}`) }, 'exec-x');
+    items.push({ json: { error }, prevNode: { name: node }, nodes: { Claim: c } });
+  }
+  const res = await runNode('webhook-gate', 'Fail claim', items);
+  eq(res.map((r, i) => `${cases[i][0]}: ${r[0].state}`), cases.map(([name, , , want]) => `${name}: ${want}`), 'states');
   const respond = workflows['webhook-gate'].nodes.find((n) => n.name === 'Respond 5xx (failed)');
-  eq(res.map((r) => evaluate(respond.parameters.options.responseCode, { json: r[0] })), [503, 500, 500], 'status codes');
+  eq(res.map((r) => evaluate(respond.parameters.options.responseCode, { json: r[0] })), cases.map(([, , , want]) => (want === 'failed_retryable' ? 503 : 500)), 'status codes');
+  // the fields-keyed variant has the same rule
+  const fieldsFail = workflows['webhook-gate-fields'].nodes.find((n) => n.name === 'Fail claim');
+  const gateFail = workflows['webhook-gate'].nodes.find((n) => n.name === 'Fail claim');
+  eq(fieldsFail.parameters.options.queryReplacement, gateFail.parameters.options.queryReplacement, 'the same Fail claim parameters in both gates');
 });
 
 test('error workflow: fails only the failed run\'s processing claims, retryable before the side effect', async () => {

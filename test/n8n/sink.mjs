@@ -42,6 +42,7 @@ export function createSink({
   if (!MODES.includes(mode)) throw new Error(`unknown sink mode ${mode} (${MODES.join(', ')})`);
   if (mode === 'kill' && !killPid) throw new Error('--mode kill needs --kill-pid');
   const counts = new Map();
+  const pathCounts = new Map(); // "path event" -> requests, to tell two URLs of one sink apart
   const held = new Map(); // event -> { arrived: Promise, notify, responses: [] }
   const holding = new Set(); // responses kept open by --mode hold
   const sockets = new Set();
@@ -72,6 +73,8 @@ export function createSink({
       event = String(event);
       // the side effect happens when the request arrives
       counts.set(event, (counts.get(event) ?? 0) + 1);
+      const pk = `${req.url} ${event}`;
+      pathCounts.set(pk, (pathCounts.get(pk) ?? 0) + 1);
       seq += 1;
       const answer = { id: `${prefix}_${seq}`, event, n: counts.get(event) };
       log(`${req.method} ${req.url} event=${event} n=${answer.n} mode=${current}`);
@@ -137,6 +140,10 @@ export function createSink({
     },
     count(event) {
       return counts.get(String(event)) ?? 0;
+    },
+    // the requests for event that arrived at path (for example /charge)
+    countAt(path, event) {
+      return pathCounts.get(`${path} ${event}`) ?? 0;
     },
     total() {
       let t = 0;
