@@ -12,7 +12,7 @@
 
 extern void ig_audit_record(IgCall *call, const char *action,
 							IgState before, bool has_after, IgState after,
-							int64 token, text *reason);
+							int64 token, text *reason, text *actor);
 extern void ig_audit_allow_pruning(bool allow);
 
 #endif							/* IDEM_GATE_AUDIT_H */

@@ -53,6 +53,8 @@ static const char *const ig_outcome_names[IG_NUM_OUTCOMES] = {
 #define IG_MAX_NAME_BYTES	1300
 
 int			idem_max_key_length = 255;
+int			idem_max_payload_bytes = 1024 * 1024;
+int			idem_max_attempts = 5;
 
 /*
  * Enum label OIDs, looked up once per backend and again only if the type's
@@ -129,8 +131,10 @@ ig_call_active(void)
 }
 
 /*
- * Define idem_gate.max_key_length: the limit is the call frame's, checked
- * for every key and workflow argument.
+ * Define the limits the call frame checks: idem_gate.max_key_length for
+ * every key and workflow argument, idem_gate.max_payload_bytes for a
+ * delivery's payload, idem_gate.max_attempts for when a failing claim
+ * needs a person.
  */
 void
 ig_call_define_settings(void)
@@ -142,6 +146,26 @@ ig_call_define_settings(void)
 							255,
 							1,
 							1000,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("idem_gate.max_payload_bytes",
+							"Largest delivery payload a claim keeps as evidence.",
+							"A larger payload is not kept; the claim proceeds and its payload_dropped_bytes says the size. 0 keeps none.",
+							&idem_max_payload_bytes,
+							1024 * 1024,
+							0,
+							256 * 1024 * 1024,
+							PGC_SUSET,
+							GUC_UNIT_BYTE,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("idem_gate.max_attempts",
+							"Attempts after which a claim that keeps failing before its side effect is shown in idem_gate.inbox.",
+							"A failed_retryable claim at this attempt or later is announced once on idem_gate_alert and listed as failing.",
+							&idem_max_attempts,
+							5,
+							1,
+							1000000,
 							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);

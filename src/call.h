@@ -51,6 +51,8 @@ typedef struct IgCall
 
 /* idem_gate.max_key_length */
 extern int	idem_max_key_length;
+extern int	idem_max_payload_bytes;
+extern int	idem_max_attempts;
 
 extern void ig_call_define_settings(void);
 extern char *idem_display(const char *s);

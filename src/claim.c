@@ -23,6 +23,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
@@ -31,6 +32,7 @@
 #include "call.h"
 #include "citus_batch.h"
 #include "durable.h"
+#include "janitor.h"
 #include "shape.h"
 #include "store.h"
 
@@ -80,15 +82,39 @@ ig_optional_text(FunctionCallInfo fcinfo, int argno, const char *what,
 }
 
 /*
+ * A delivery's payload, kept with the claim as a reviewer's evidence: a
+ * JSON object or array (a scalar is refused, a SQL NULL is none).  One
+ * larger than idem_gate.max_payload_bytes is not kept; its size is.
+ */
+static void
+ig_payload(Datum d, const char *what, IgGrant *grant)
+{
+	Jsonb	   *j = DatumGetJsonbP(d);
+	Size		bytes = VARSIZE(j);
+
+	if (JB_ROOT_IS_SCALAR(j))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a JSON object or array", what),
+				 errdetail("It is a single JSON value."),
+				 errhint("Pass the delivery's body as it came, such as $json.body in n8n, or NULL to keep none.")));
+	grant->has_payload = true;
+	grant->payload = PointerGetDatum(j);
+	grant->payload_dropped = (bytes > (Size) idem_max_payload_bytes) ?
+		(int32) Min(bytes, (Size) PG_INT32_MAX) : 0;
+}
+
+/*
  * Check the claim arguments after key and workflow: stale_interval (NULL
- * never takes over), fingerprint and execution_id.  The staleness cutoff
+ * never takes over), fingerprint, execution_id and the payload (1.2).  The
+ * staleness cutoff
  * is measured from the start of the caller's transaction, the older and
  * so safer of the two clocks: a claim never takes over sooner than the
  * interval says.
  */
 static void
 ig_claim_args(FunctionCallInfo fcinfo, int stale_arg, int fp_arg,
-			  int exec_arg, bool token_issued, IgClaimArgs *a)
+			  int exec_arg, int payload_arg, bool token_issued, IgClaimArgs *a)
 {
 	memset(a, 0, sizeof(*a));
 	if (!PG_ARGISNULL(stale_arg))
@@ -106,6 +132,8 @@ ig_claim_args(FunctionCallInfo fcinfo, int stale_arg, int fp_arg,
 		a->execution_str = ig_optional_text(fcinfo, exec_arg, "execution_id",
 											&a->grant.execution_id,
 											&a->grant.has_exec);
+	if (payload_arg >= 0 && PG_NARGS() > payload_arg && !PG_ARGISNULL(payload_arg))
+		ig_payload(PG_GETARG_DATUM(payload_arg), "payload", &a->grant);
 	a->grant.token_issued = token_issued;
 }
 
@@ -245,7 +273,7 @@ idem_claim(PG_FUNCTION_ARGS)
 	IgClaimResult res;
 
 	ig_call_begin(fcinfo, &call, "idem_claim()", true);
-	ig_claim_args(fcinfo, 2, -1, -1, false, &a);
+	ig_claim_args(fcinfo, 2, -1, -1, -1, false, &a);
 	ig_claim_key(&call, &a, &res);
 	ig_call_end(&call);
 	ig_durable_wait(res.durable);
@@ -308,7 +336,7 @@ idem_claim_ex(PG_FUNCTION_ARGS)
 	}
 
 	ig_call_begin(fcinfo, &call, "idem_claim_ex()", true);
-	ig_claim_args(fcinfo, 2, 3, 4, true, &a);
+	ig_claim_args(fcinfo, 2, 3, 4, 5, true, &a);
 	ig_claim_key(&call, &a, &res);
 	ig_call_end(&call);
 	ig_durable_wait(res.durable);
@@ -327,6 +355,7 @@ typedef struct IgManyElem
 	const char *key_str;
 	Datum		fingerprint;
 	bool		has_fp;
+	IgGrant		payload;		/* its payload fields only */
 	bool		repeat;			/* the key occurred earlier in the input */
 } IgManyElem;
 
@@ -398,6 +427,9 @@ ig_many(FunctionCallInfo fcinfo, bool group)
 	const char *stored_fp = NULL;
 	uint64		counts[IG_NUM_OUTCOMES] = {0};
 	XLogRecPtr	durable = InvalidXLogRecPtr;
+	Datum	   *payloads = NULL;
+	bool	   *payload_nulls = NULL;
+	int			npayloads = 0;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -416,11 +448,29 @@ ig_many(FunctionCallInfo fcinfo, bool group)
 				 errhint("Pass one fingerprint per key, or NULL for none.")));
 	if (group)
 		ords = ig_citus_group_ords(fcinfo, 6, n);
+	else if (PG_NARGS() > 5 && !PG_ARGISNULL(5))
+	{
+		ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(5);
+
+		if (ARR_NDIM(arr) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("payloads must be a one-dimensional array"),
+					 errhint("Pass one payload per key, or NULL for none.")));
+		deconstruct_array(arr, JSONBOID, -1, false, TYPALIGN_INT,
+						  &payloads, &payload_nulls, &npayloads);
+		if (npayloads != n)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("payloads must have as many elements as keys"),
+					 errdetail("keys has %d elements, payloads %d.", n, npayloads),
+					 errhint("Pass one payload per key (NULL where there is none), or NULL for none at all.")));
+	}
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
 	/* every argument is checked, even when there is nothing to claim */
-	ig_claim_args(fcinfo, 2, -1, 4, true, &a);
+	ig_claim_args(fcinfo, 2, -1, 4, -1, true, &a);
 	ig_call_open(fcinfo, &call, "idem_claim_many()", true);
 	if (group)
 		guc_level = ig_citus_group_begin(fcinfo, 7, call.workflow_str);
@@ -451,13 +501,16 @@ ig_many(FunctionCallInfo fcinfo, bool group)
 			elems[i].fingerprint = PointerGetDatum(fp);
 			elems[i].has_fp = true;
 		}
+		if (payloads != NULL && !payload_nulls[i])
+			ig_payload(payloads[i], psprintf("payloads[%d]", elems[i].ord),
+					   &elems[i].payload);
 	}
 
 	/*
 	 * On Citus, outside a transaction block, each shard group goes in one
 	 * round trip to the node holding it (citus_batch.c).
 	 */
-	if (!group && ig_citus_batch_applies())
+	if (!group && payloads == NULL && ig_citus_batch_applies())
 	{
 		ig_citus_claim_many(fcinfo, keys, fps, n, call.save_userid);
 		ig_call_end(&call);
@@ -478,6 +531,9 @@ ig_many(FunctionCallInfo fcinfo, bool group)
 		call.key_str = e->key_str;
 		a.grant.fingerprint = e->fingerprint;
 		a.grant.has_fp = e->has_fp;
+		a.grant.has_payload = e->payload.has_payload;
+		a.grant.payload = e->payload.payload;
+		a.grant.payload_dropped = e->payload.payload_dropped;
 		a.fingerprint_str = e->has_fp ? TextDatumGetCString(e->fingerprint) : NULL;
 		e->repeat = (i > 0 && strcmp(elems[i - 1].key_str, e->key_str) == 0);
 		if (e->repeat)
@@ -689,13 +745,18 @@ idem_fail(PG_FUNCTION_ARGS)
 	ig_call_begin(fcinfo, &call, "idem_fail()", true);
 	ig_owner_finish(fcinfo, &call, "fail", "idem_fail()", false,
 					retryable ? IG_FAILED_RETRYABLE : IG_NEEDS_REVIEW, &row);
+	/* the claim enters the inbox: announce it, once, with this transaction */
+	if (!retryable)
+		ig_alert_announce(call.workflow_str, "needs_review");
+	else if (row.attempt >= idem_max_attempts)
+		ig_alert_announce(call.workflow_str, "failing");
 	ig_call_end(&call);
 	idem_stats_count(retryable ? IG_STAT_FAILS_RETRYABLE : IG_STAT_FAILS_REVIEW);
 
 	PG_RETURN_DATUM(ig_state_datum(ig_rettype(fcinfo, "state"), row.state));
 }
 
-/* The optional reason of an operator's action (argument argno). */
+/* The optional reason or actor of an operator's action (argument argno). */
 static text *
 ig_reason_arg(FunctionCallInfo fcinfo, int argno)
 {
@@ -757,7 +818,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 			break;
 	}
 	ig_audit_record(&call, "resolve", before, true, row.state, row.token,
-					ig_reason_arg(fcinfo, 4));
+					ig_reason_arg(fcinfo, 4), ig_reason_arg(fcinfo, 5));
 	ig_call_end(&call);
 	idem_stats_count(IG_STAT_RESOLVES);
 
@@ -796,7 +857,7 @@ idem_release(PG_FUNCTION_ARGS)
 	}
 	if (row.found)
 		ig_audit_record(&call, "release", row.state, false, row.state,
-						row.token, ig_reason_arg(fcinfo, 2));
+						row.token, ig_reason_arg(fcinfo, 2), ig_reason_arg(fcinfo, 3));
 	ig_call_end(&call);
 	if (row.found)
 		idem_stats_count(IG_STAT_RELEASES);

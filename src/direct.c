@@ -166,6 +166,12 @@ ig_direct_insert(IgCall *call, const IgGrant *grant, bool precheck,
 	ig_writer_set(w, IG_COL_CLAIMED_AT, TimestampTzGetDatum(now), false);
 	ig_writer_set(w, IG_COL_UPDATED_AT, TimestampTzGetDatum(now), false);
 	ig_writer_set(w, IG_COL_TOKEN_ISSUED, BoolGetDatum(grant->token_issued), false);
+	ig_writer_set(w, IG_COL_PAYLOAD,
+				  grant->has_payload && grant->payload_dropped == 0 ?
+				  ig_untoasted(grant->payload) : (Datum) 0,
+				  !grant->has_payload || grant->payload_dropped != 0);
+	ig_writer_set(w, IG_COL_PAYLOAD_DROPPED, Int32GetDatum(grant->payload_dropped),
+				  grant->payload_dropped == 0);
 	ExecStoreVirtualTuple(w->slot);
 
 	if (precheck &&
@@ -232,7 +238,7 @@ ig_direct_finish(IgCall *call, IgRow *row, IgState new_state, Datum value,
 {
 	static const IgCol updated[] = {
 		IG_COL_STATE, IG_COL_UPDATED_AT, IG_COL_COMPLETED_AT, IG_COL_RESULT,
-		IG_COL_LAST_ERROR
+		IG_COL_LAST_ERROR, IG_COL_PAYLOAD, IG_COL_PAYLOAD_DROPPED
 	};
 	IgWriter	w;
 	TM_Result	result;
@@ -249,7 +255,12 @@ ig_direct_finish(IgCall *call, IgRow *row, IgState new_state, Datum value,
 				  ig_state_datum(ig_shape.state_type, new_state), false);
 	ig_writer_set(&w, IG_COL_UPDATED_AT, TimestampTzGetDatum(stamp), false);
 	if (new_state == IG_COMPLETED)
+	{
+		/* the evidence is kept while a person may need it, not after */
 		ig_writer_set(&w, IG_COL_COMPLETED_AT, TimestampTzGetDatum(stamp), false);
+		ig_writer_set(&w, IG_COL_PAYLOAD, (Datum) 0, true);
+		ig_writer_set(&w, IG_COL_PAYLOAD_DROPPED, (Datum) 0, true);
+	}
 	ig_writer_set(&w, new_state == IG_COMPLETED ? IG_COL_RESULT : IG_COL_LAST_ERROR,
 				  isnull ? (Datum) 0 : ig_untoasted(value), isnull);
 	ExecStoreVirtualTuple(w.slot);

@@ -174,13 +174,15 @@ idem_janitor_define_settings(void)
 /* The counter of each step's rows. */
 static const IgStat ig_step_stats[IG_NUM_STEPS] = {
 	IG_STAT_DELETED_COMPLETED, IG_STAT_DELETED_FAILED, IG_STAT_RECEIPTS_CLEARED,
-	IG_STAT_ALERTS
+	IG_STAT_ALERTS, IG_STAT_RECEIPTS_CLEARED, IG_STAT_RECEIPTS_CLEARED,
+	IG_STAT_RECEIPTS_CLEARED
 };
 
 /* Each step's setting, in seconds, for workflows without a policy. */
 static const int *const ig_step_settings[IG_NUM_STEPS] = {
 	&idem_retention, &idem_failed_retention, &idem_receipt_retention,
-	&idem_stuck_after
+	&idem_stuck_after, &idem_receipt_retention, &idem_receipt_retention,
+	&idem_receipt_retention
 };
 
 /* Load the policies (and, on 1.1, the receipt watermarks) for a pass. */
@@ -204,6 +206,9 @@ ig_load_policies(IgPass *pass)
 			p->secs[IG_STEP_DELETE_FAILED] = ig_jfloat(tup, 3);
 			p->secs[IG_STEP_CLEAR_RECEIPTS] = ig_jfloat(tup, 4);
 			p->secs[IG_STEP_STUCK] = ig_jfloat(tup, 5);
+			p->secs[IG_STEP_CLEAR_PAYLOADS_PROCESSING] = ig_jfloat(tup, 4);
+			p->secs[IG_STEP_CLEAR_PAYLOADS_FAILED] = ig_jfloat(tup, 4);
+			p->secs[IG_STEP_CLEAR_PAYLOADS_REVIEW] = ig_jfloat(tup, 4);
 		}
 		MemoryContextSwitchTo(old);
 	}
@@ -541,17 +546,32 @@ ig_prune_audit(IgPass *pass)
 	} while (n >= (uint64) pass->limit);
 }
 
-/* Does this database hold idem_gate 1.1's objects? */
-static bool
-ig_catalog_is_1_1(IgPass *pass)
+/* Does this database hold idem_gate 1.1's objects, and 1.2's? */
+static void
+ig_catalog_version(IgPass *pass)
 {
-	bool		v11;
+	Oid			nsp;
 
 	ig_unit_begin(pass);
-	v11 = OidIsValid(get_relname_relid("janitor_watermarks",
-									   get_namespace_oid("idem_gate", false)));
+	nsp = get_namespace_oid("idem_gate", false);
+	pass->v11 = OidIsValid(get_relname_relid("janitor_watermarks", nsp));
+	pass->v12 = (get_attnum(get_relname_relid("claims", nsp), "payload") != InvalidAttrNumber);
 	ig_unit_end(pass);
-	return v11;
+}
+
+/*
+ * Is a receipt retention set, by the setting or a policy?  Without one the
+ * clearing steps have nothing to do, and do not walk the workflows.
+ */
+static bool
+ig_receipt_retention_set(IgPass *pass)
+{
+	if (idem_receipt_retention > 0)
+		return true;
+	for (int i = 0; i < pass->npolicies; i++)
+		if (pass->policies[i].secs[IG_STEP_CLEAR_RECEIPTS] > 0)
+			return true;
+	return false;
 }
 
 /*
@@ -565,9 +585,15 @@ ig_pass_steps(IgPass *pass)
 
 	counts->deleted_completed += ig_step(pass, IG_STEP_DELETE_COMPLETED);
 	counts->deleted_failed += ig_step(pass, IG_STEP_DELETE_FAILED);
-	if (pass->v11)
+	if (pass->v11 && ig_receipt_retention_set(pass))
 		pass->receipts_cleared += ig_step(pass, IG_STEP_CLEAR_RECEIPTS);
 	ig_step(pass, IG_STEP_STUCK);
+	if (pass->v12 && ig_receipt_retention_set(pass))
+	{
+		pass->receipts_cleared += ig_step(pass, IG_STEP_CLEAR_PAYLOADS_PROCESSING);
+		pass->receipts_cleared += ig_step(pass, IG_STEP_CLEAR_PAYLOADS_FAILED);
+		pass->receipts_cleared += ig_step(pass, IG_STEP_CLEAR_PAYLOADS_REVIEW);
+	}
 	if (pass->v11)
 		ig_prune_audit(pass);
 }
@@ -621,7 +647,7 @@ idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 									 ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(pass.cxt);
 
-	pass.v11 = ig_catalog_is_1_1(&pass);
+	ig_catalog_version(&pass);
 	ig_load_policies(&pass);
 	shards = ig_local_shards(&pass, &citus);
 	if (!citus)

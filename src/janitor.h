@@ -34,6 +34,7 @@ extern int	idem_batch_size;
 extern int	idem_batch_delay;
 
 extern void idem_janitor_define_settings(void);
+extern void ig_alert_announce(const char *workflow, const char *reason);
 extern void idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions);
 
 #endif							/* IDEM_GATE_JANITOR_H */

@@ -21,6 +21,7 @@
 #include "idem_gate.h"
 #include "call.h"
 #include "durable.h"
+#include "janitor.h"
 #include "janitor_int.h"
 
 /*
@@ -90,6 +91,19 @@ ig_alert_payload(const char *workflow, const char *reason, TimestampTz at)
 					 JsonEncodeDateTime(buf, TimestampTzGetDatum(at),
 										TIMESTAMPTZOID, &utc));
 	return payload.data;
+}
+
+/*
+ * Announce that a claim of workflow entered the inbox for reason: a
+ * NOTIFY on idem_gate_alert, delivered when the transaction that made it
+ * so commits, and so once (idem_fail of a claim moves it out of
+ * processing, which it enters again only at a new grant).
+ */
+void
+ig_alert_announce(const char *workflow, const char *reason)
+{
+	Async_Notify("idem_gate_alert", ig_alert_payload(workflow, reason,
+													 GetCurrentTimestamp()));
 }
 
 /*

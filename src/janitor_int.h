@@ -25,6 +25,10 @@ typedef enum IgStep
 	IG_STEP_DELETE_FAILED,
 	IG_STEP_CLEAR_RECEIPTS,
 	IG_STEP_STUCK,
+	/* 1.2: payloads of the open states, cleared by the receipt retention */
+	IG_STEP_CLEAR_PAYLOADS_PROCESSING,
+	IG_STEP_CLEAR_PAYLOADS_FAILED,
+	IG_STEP_CLEAR_PAYLOADS_REVIEW,
 	IG_NUM_STEPS
 } IgStep;
 
@@ -54,6 +58,7 @@ typedef struct IgPass
 {
 	bool		own_transactions;	/* the worker: one transaction per batch */
 	bool		v11;			/* the catalog has 1.1's objects */
+	bool		v12;			/* ... and 1.2's (the claims' payload) */
 	MemoryContext cxt;			/* survives the batches' transactions */
 	IgJanitorCounts *counts;
 	int64		receipts_cleared;

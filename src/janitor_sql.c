@@ -26,7 +26,8 @@
 #include "janitor_int.h"
 
 const char *const ig_step_states[IG_NUM_STEPS] = {
-	"completed", "failed_retryable", "completed", "processing"
+	"completed", "failed_retryable", "completed", "processing",
+	"processing", "failed_retryable", "needs_review"
 };
 
 static SPIPlanPtr ig_jplans[2][IG_NUM_JPLANS];
@@ -96,6 +97,24 @@ static const char *const ig_clear_sql =
 " WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 "  SELECT c.ctid FROM ONLY idem_gate.claims c" IG_RANGE
 "  AND c.result IS NOT NULL" IG_ORDER
+"  LIMIT $4))"
+" AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
+" AND d.workflow OPERATOR(pg_catalog.=) $1"
+" AND d.updated_at OPERATOR(pg_catalog.<) $3"
+" RETURNING d.updated_at, d.token)"
+IG_LAST("upd");
+
+/*
+ * The payloads of a state's rows older than the receipt retention: kept
+ * as a reviewer's evidence while a claim is open, but personal data like
+ * a receipt, and so cleared by the same retention.
+ */
+static const char *const ig_clear_payload_sql =
+"WITH upd AS ("
+" UPDATE ONLY idem_gate.claims d SET payload = NULL"
+" WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+"  SELECT c.ctid FROM ONLY idem_gate.claims c" IG_RANGE
+"  AND c.payload IS NOT NULL" IG_ORDER
 "  LIMIT $4))"
 " AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
 " AND d.workflow OPERATOR(pg_catalog.=) $1"
@@ -186,6 +205,12 @@ ig_jplan_sql(IgJPlan id, bool v11, bool shard, int *nargs, Oid **argtypes)
 		case IG_JPLAN_BATCH + IG_STEP_CLEAR_RECEIPTS:
 			return psprintf(ig_clear_sql, "completed",
 							ig_recheck("receipt_retention", shard), "completed");
+		case IG_JPLAN_BATCH + IG_STEP_CLEAR_PAYLOADS_PROCESSING:
+		case IG_JPLAN_BATCH + IG_STEP_CLEAR_PAYLOADS_FAILED:
+		case IG_JPLAN_BATCH + IG_STEP_CLEAR_PAYLOADS_REVIEW:
+			return psprintf(ig_clear_payload_sql, ig_step_states[id - IG_JPLAN_BATCH],
+							ig_recheck("receipt_retention", shard),
+							ig_step_states[id - IG_JPLAN_BATCH]);
 		case IG_JPLAN_BATCH + IG_STEP_STUCK:
 			return psprintf(ig_stuck_sql, "processing", ig_recheck("stuck_after", shard),
 							v11 ? ig_escalate_audit_sql : "");

@@ -90,20 +90,23 @@ static bool ig_rls_answer[IG_NUM_TABLES];
 static const char *const ig_col_names[IG_NUM_COLS] = {
 	"workflow", "key", "state", "attempt", "token", "execution_id",
 	"fingerprint", "result", "last_error", "created_at", "claimed_at",
-	"updated_at", "completed_at", "alerted_token", "token_issued"
+	"updated_at", "completed_at", "alerted_token", "token_issued",
+	"payload", "payload_dropped_bytes"
 };
 
 /* Each column's type as the extension makes it; InvalidOid: the state enum */
 static const Oid ig_col_types[IG_NUM_COLS] = {
 	TEXTOID, TEXTOID, InvalidOid, INT4OID, INT8OID, TEXTOID,
 	TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, BOOLOID
+	TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, BOOLOID,
+	JSONBOID, INT4OID
 };
 
 static const bool ig_col_not_null[IG_NUM_COLS] = {
 	true, true, true, true, true, false,
 	false, false, false, true, true,
-	true, false, false, true
+	true, false, false, true,
+	false, false
 };
 
 /*
@@ -121,8 +124,13 @@ static const char *const ig_claims_checks[] = {
 	"completed_at IS NULL OR completed_at OPERATOR(pg_catalog.=) updated_at",
 	"result IS NULL OR state OPERATOR(pg_catalog.=) 'completed'::idem_gate.state",
 	"created_at OPERATOR(pg_catalog.<=) claimed_at"
-	" AND claimed_at OPERATOR(pg_catalog.<=) updated_at"
+	" AND claimed_at OPERATOR(pg_catalog.<=) updated_at",
+	/* 1.2, with the payload column */
+	"payload IS NULL OR state OPERATOR(pg_catalog.<>) 'completed'::idem_gate.state"
 };
+
+/* The CHECKs of a table without the payload column (1.0, 1.1). */
+#define IG_CLAIMS_CHECKS_1_1	8
 
 /*
  * pg_catalog functions that run a query given to them as text: they
@@ -527,16 +535,17 @@ ig_claims_checks_ours(Relation rel)
 {
 	TupleConstr *constr = RelationGetDescr(rel)->constr;
 	int			n = constr ? constr->num_check : 0;
+	int			ours = ig_shape.has_payload ? lengthof(ig_claims_checks) : IG_CLAIMS_CHECKS_1_1;
 	bool		seen[lengthof(ig_claims_checks)] = {false};
 
-	if (n != lengthof(ig_claims_checks))
+	if (n != ours)
 		return false;
 	for (int i = 0; i < n; i++)
 	{
 		Node	   *stored = stringToNode(constr->check[i].ccbin);
 		bool		found = false;
 
-		for (int j = 0; j < lengthof(ig_claims_checks) && !found; j++)
+		for (int j = 0; j < ours && !found; j++)
 		{
 			if (!seen[j] && equal(stored, ig_cook_check(rel, ig_claims_checks[j])))
 				found = seen[j] = true;
@@ -661,6 +670,7 @@ ig_shape_load(void)
 	const IgTableShape *s;
 	Oid			old_relid;
 	bool		had_token_issued;
+	bool		had_payload;
 	bool		had_citus;
 
 	ig_shape_register();
@@ -672,15 +682,18 @@ ig_shape_load(void)
 	ig_shape.valid = true;		/* an invalidation from here on counts */
 	old_relid = ig_shape.relid;
 	had_token_issued = ig_shape.has_token_issued;
+	had_payload = ig_shape.has_payload;
 	had_citus = ig_shape.citus;
 	ig_shape.relid = relid;
 	for (int i = 0; i < IG_NUM_COLS; i++)
 	{
 		ig_shape.att[i] = get_attnum(relid, ig_col_names[i]);
-		if (ig_shape.att[i] == InvalidAttrNumber && i != IG_COL_TOKEN_ISSUED)
+		if (ig_shape.att[i] == InvalidAttrNumber && i < IG_COL_TOKEN_ISSUED)
 			elog(ERROR, "idem_gate.claims has no column \"%s\"", ig_col_names[i]);
 	}
 	ig_shape.has_token_issued = (ig_shape.att[IG_COL_TOKEN_ISSUED] != InvalidAttrNumber);
+	ig_shape.has_payload = (ig_shape.att[IG_COL_PAYLOAD] != InvalidAttrNumber &&
+							ig_shape.att[IG_COL_PAYLOAD_DROPPED] != InvalidAttrNumber);
 	ig_shape.token_seq = get_relname_relid("token_seq", nsp);
 	if (!OidIsValid(ig_shape.token_seq))
 		elog(ERROR, "sequence idem_gate.token_seq does not exist");
@@ -699,7 +712,7 @@ ig_shape_load(void)
 	ig_shape.citus = ig_citus_table(relid, &ig_shape.citus_group);
 	ig_shape.logged = false;
 	if (relid != old_relid || had_token_issued != ig_shape.has_token_issued ||
-		had_citus != ig_shape.citus)
+		had_payload != ig_shape.has_payload || had_citus != ig_shape.citus)
 		ig_shape.epoch++;
 }
 

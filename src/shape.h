@@ -62,6 +62,8 @@ typedef enum IgCol
 	IG_COL_COMPLETED_AT,
 	IG_COL_ALERTED_TOKEN,
 	IG_COL_TOKEN_ISSUED,		/* 1.1; absent from a 1.0 table */
+	IG_COL_PAYLOAD,				/* 1.2; absent from older tables */
+	IG_COL_PAYLOAD_DROPPED,		/* 1.2 */
 	IG_NUM_COLS
 } IgCol;
 
@@ -87,6 +89,7 @@ typedef struct IgShape
 	Oid			state_type;
 	AttrNumber	att[IG_NUM_COLS];	/* InvalidAttrNumber: column absent */
 	bool		has_token_issued;
+	bool		has_payload;	/* the payload columns (1.2) */
 	bool		direct;			/* the direct writes may be used */
 	const char *why;			/* why not direct (a constant string) */
 	IgRefusal	refuse;			/* why no write is possible */

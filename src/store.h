@@ -39,6 +39,9 @@ typedef struct IgGrant
 	Datum		fingerprint;
 	bool		has_fp;
 	bool		token_issued;	/* the caller hands the token to the owner */
+	bool		has_payload;	/* the delivery's payload was given (1.2) */
+	Datum		payload;		/* it, if kept */
+	int32		payload_dropped;	/* its size, if too large to keep; else 0 */
 } IgGrant;
 
 /* The result of a write. */

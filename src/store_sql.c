@@ -47,7 +47,7 @@ typedef enum IgPlanId
 
 typedef struct IgPlanDef
 {
-	const char *sql;			/* %s: the token_issued fragments, if any */
+	const char *sql;			/* %s: the fragments of the columns of 1.1 and 1.2 */
 	int			nargs;
 	Oid			argtypes[8];
 } IgPlanDef;
@@ -60,15 +60,15 @@ typedef struct IgPlanDef
 	"UPDATE ONLY idem_gate.claims c SET state = 'processing'::idem_gate.state," \
 	" attempt = c.attempt OPERATOR(pg_catalog.+) 1, token = " IG_NEXT_TOKEN "," \
 	" execution_id = $3, fingerprint = COALESCE(c.fingerprint, $4)," \
-	" claimed_at = GREATEST($6, c.updated_at), updated_at = GREATEST($6, c.updated_at)%s" \
+	" claimed_at = GREATEST($6, c.updated_at), updated_at = GREATEST($6, c.updated_at)%s%s" \
 	IG_WHERE_KEY " AND c.token OPERATOR(pg_catalog.=) $5 AND " state_test \
 	" RETURNING c.token, c.attempt, c.claimed_at, c.updated_at"
 
 static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 	[IG_PLAN_INSERT] = {
 		"INSERT INTO idem_gate.claims AS c (workflow, key, state, attempt,"
-		" token, execution_id, fingerprint, created_at, claimed_at, updated_at%s)"
-		" VALUES ($1, $2, 'processing', 1, " IG_NEXT_TOKEN ", $3, $4, $5, $5, $5%s)"
+		" token, execution_id, fingerprint, created_at, claimed_at, updated_at%s%s)"
+		" VALUES ($1, $2, 'processing', 1, " IG_NEXT_TOKEN ", $3, $4, $5, $5, $5%s%s)"
 		" ON CONFLICT (workflow, key) DO NOTHING RETURNING c.token",
 		6, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, BOOLOID}
 	},
@@ -91,7 +91,7 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 	},
 	[IG_PLAN_COMPLETE] = {
 		"UPDATE ONLY idem_gate.claims c SET state = 'completed'::idem_gate.state,"
-		" result = $4, completed_at = $5, updated_at = $5"
+		" result = $4, completed_at = $5, updated_at = $5%s"
 		IG_WHERE_KEY
 		" AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
 		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.token",
@@ -113,7 +113,7 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 		" ELSE 'failed_retryable'::idem_gate.state END,"
 		" result = CASE WHEN $3 THEN $4 END,"
 		" completed_at = CASE WHEN $3 THEN $5 END,"
-		" updated_at = $5"
+		" updated_at = $5%s"
 		IG_WHERE_KEY
 		" AND (c.state OPERATOR(pg_catalog.=) 'processing'"
 		" OR c.state OPERATOR(pg_catalog.=) 'needs_review') IS TRUE"
@@ -141,14 +141,31 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
  * On a Citus table the token of a grant is a parameter, drawn by
  * ig_citus_next_token(): Citus refuses the volatile nextval() in an
  * UPDATE of a distributed table, and the token must be unique across
- * nodes.  It is always $9, after every plan's own parameters.
+ * nodes.  It is always $9, after every plan's own parameters.  A grant's
+ * payload (1.2) is $10 (given), $11 (kept) and $12 (its size, when too
+ * large to keep).
  */
-#define IG_TOKEN_PARAM 9
+#define IG_TOKEN_PARAM		9
+#define IG_PAYLOAD_GIVEN	10
+#define IG_PAYLOAD			11
+#define IG_PAYLOAD_DROPPED	12
+#define IG_MAX_PARAMS		12
+
+/* The fragments that write the payload columns, where the table has them. */
+#define IG_PAYLOAD_INSERT_COLS	", payload, payload_dropped_bytes"
+#define IG_PAYLOAD_INSERT_VALS	", $11, $12"
+#define IG_PAYLOAD_REGRANT \
+	", payload = CASE WHEN $10 THEN $11 ELSE c.payload END" \
+	", payload_dropped_bytes = CASE WHEN $10 THEN $12 ELSE c.payload_dropped_bytes END"
+#define IG_PAYLOAD_CLEAR	", payload = NULL, payload_dropped_bytes = NULL"
+#define IG_PAYLOAD_RESOLVE \
+	", payload = CASE WHEN $3 THEN NULL ELSE c.payload END" \
+	", payload_dropped_bytes = CASE WHEN $3 THEN NULL ELSE c.payload_dropped_bytes END"
 
 static SPIPlanPtr ig_plans[IG_NUM_PLANS];
 static uint32 ig_plans_epoch = 0;	/* the shape epoch they were made for */
 
-static char *ig_plan_text_local(IgPlanId id, bool has);
+static char *ig_plan_text_local(IgPlanId id, bool has, bool pay);
 
 /*
  * The table changed its shape since the plans were made (a 1.0 table
@@ -171,13 +188,13 @@ ig_sql_watch_epoch(void)
 
 /*
  * The text of a plan: with the token_issued column where the table has
- * it (1.1), without it on a 1.0 table.
+ * it (from 1.1), the payload columns where it has them (1.2).
  */
 static char *
 ig_plan_text(IgPlanId id)
 {
-	bool		has = ig_shape.has_token_issued;
-	char	   *sql = ig_plan_text_local(id, has);
+	char	   *sql = ig_plan_text_local(id, ig_shape.has_token_issued,
+										 ig_shape.has_payload);
 	char	   *at;
 
 	if (!ig_shape.citus || (at = strstr(sql, IG_NEXT_TOKEN)) == NULL)
@@ -187,8 +204,8 @@ ig_plan_text(IgPlanId id)
 }
 
 /*
- * The number of parameters of a plan and their types: on a Citus table,
- * a grant's plan takes the token as $9.
+ * The number of parameters of a plan and their types: a grant's plan
+ * also takes the token ($9, on Citus) and the payload ($10 to $12).
  */
 static int
 ig_plan_args(IgPlanId id, Oid *argtypes)
@@ -196,31 +213,52 @@ ig_plan_args(IgPlanId id, Oid *argtypes)
 	const IgPlanDef *def = &ig_plan_defs[id];
 
 	memcpy(argtypes, def->argtypes, sizeof(def->argtypes));
-	if (!ig_shape.citus ||
-		!(id == IG_PLAN_INSERT || id == IG_PLAN_RETRY || id == IG_PLAN_TAKEOVER))
+	if (!(id == IG_PLAN_INSERT || id == IG_PLAN_RETRY || id == IG_PLAN_TAKEOVER))
 		return def->nargs;
 	for (int i = def->nargs; i < IG_TOKEN_PARAM - 1; i++)
 		argtypes[i] = BOOLOID;	/* unused */
 	argtypes[IG_TOKEN_PARAM - 1] = INT8OID;
-	return IG_TOKEN_PARAM;
+	argtypes[IG_PAYLOAD_GIVEN - 1] = BOOLOID;
+	argtypes[IG_PAYLOAD - 1] = JSONBOID;
+	argtypes[IG_PAYLOAD_DROPPED - 1] = INT4OID;
+	return IG_MAX_PARAMS;
 }
 
 /* The text of a plan on a table that is not a Citus table. */
 static char *
-ig_plan_text_local(IgPlanId id, bool has)
+ig_plan_text_local(IgPlanId id, bool has, bool pay)
 {
-
 	switch (id)
 	{
 		case IG_PLAN_INSERT:
 			return psprintf(ig_plan_defs[id].sql, has ? ", token_issued" : "",
-							has ? ", $6" : "");
+							pay ? IG_PAYLOAD_INSERT_COLS : "",
+							has ? ", $6" : "", pay ? IG_PAYLOAD_INSERT_VALS : "");
 		case IG_PLAN_RETRY:
 		case IG_PLAN_TAKEOVER:
-			return psprintf(ig_plan_defs[id].sql, has ? ", token_issued = $7" : "");
+			return psprintf(ig_plan_defs[id].sql, has ? ", token_issued = $7" : "",
+							pay ? IG_PAYLOAD_REGRANT : "");
+		case IG_PLAN_COMPLETE:
+			return psprintf(ig_plan_defs[id].sql, pay ? IG_PAYLOAD_CLEAR : "");
+		case IG_PLAN_RESOLVE:
+			return psprintf(ig_plan_defs[id].sql, pay ? IG_PAYLOAD_RESOLVE : "");
 		default:
 			return pstrdup(ig_plan_defs[id].sql);
 	}
+}
+
+/* A grant's payload parameters ($10 to $12) and their nulls. */
+static void
+ig_plan_payload(const IgGrant *grant, Datum *values, bool *nulls)
+{
+	bool		kept = grant->has_payload && grant->payload_dropped == 0;
+
+	values[IG_PAYLOAD_GIVEN - 1] = BoolGetDatum(grant->has_payload);
+	nulls[IG_PAYLOAD_GIVEN - 1] = false;
+	values[IG_PAYLOAD - 1] = kept ? grant->payload : (Datum) 0;
+	nulls[IG_PAYLOAD - 1] = !kept;
+	values[IG_PAYLOAD_DROPPED - 1] = Int32GetDatum(grant->payload_dropped);
+	nulls[IG_PAYLOAD_DROPPED - 1] = (grant->payload_dropped == 0);
 }
 
 /*
@@ -233,8 +271,8 @@ ig_plan_text_local(IgPlanId id, bool has)
 static uint64
 ig_exec(IgCall *call, IgPlanId id, Datum *values, const bool *isnull)
 {
-	char		nulls[IG_TOKEN_PARAM];
-	Oid			argtypes[IG_TOKEN_PARAM];
+	char		nulls[IG_MAX_PARAMS];
+	Oid			argtypes[IG_MAX_PARAMS];
 	int			nargs = ig_plan_args(id, argtypes);
 	int			rc;
 	SPIPlanPtr *slot = &ig_plans[id];
@@ -263,7 +301,8 @@ ig_exec(IgCall *call, IgPlanId id, Datum *values, const bool *isnull)
 	}
 
 	for (int i = 0; i < nargs; i++)
-		nulls[i] = (isnull != NULL && i < ig_plan_defs[id].nargs && isnull[i]) ? 'n' : ' ';
+		nulls[i] = (isnull != NULL && (i < ig_plan_defs[id].nargs || i >= IG_TOKEN_PARAM) &&
+					isnull[i]) ? 'n' : ' ';
 	rc = SPI_execute_plan(*slot, values, nulls, false, 0);
 	if (rc < 0)
 		elog(ERROR, "idem_gate query failed: %s", SPI_result_code_string(rc));
@@ -287,10 +326,11 @@ ig_returned(int n)
 IgWrite
 ig_sql_insert(IgCall *call, const IgGrant *grant, TimestampTz now, IgRow *row)
 {
-	Datum		values[IG_TOKEN_PARAM] = {0};
-	bool		nulls[6] = {false, false, !grant->has_exec, !grant->has_fp,
+	Datum		values[IG_MAX_PARAMS] = {0};
+	bool		nulls[IG_MAX_PARAMS] = {false, false, !grant->has_exec, !grant->has_fp,
 	false, false};
 
+	ig_plan_payload(grant, values, nulls);
 	values[0] = call->workflow;
 	values[1] = call->key;
 	values[2] = grant->execution_id;
@@ -311,10 +351,11 @@ IgWrite
 ig_sql_regrant(IgCall *call, const IgGrant *grant, IgRow *row, bool takeover,
 			   TimestampTz cutoff, TimestampTz now)
 {
-	Datum		values[IG_TOKEN_PARAM] = {0};
-	bool		nulls[8] = {false, false, !grant->has_exec, !grant->has_fp,
+	Datum		values[IG_MAX_PARAMS] = {0};
+	bool		nulls[IG_MAX_PARAMS] = {false, false, !grant->has_exec, !grant->has_fp,
 	false, false, false, false};
 
+	ig_plan_payload(grant, values, nulls);
 	values[0] = call->workflow;
 	values[1] = call->key;
 	values[2] = grant->execution_id;

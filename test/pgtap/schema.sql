@@ -1,7 +1,7 @@
 -- The schema contract of idem_gate: types and labels, the claims table,
 -- keys, constraints, indexes, function signatures and privileges.
 BEGIN;
-SELECT plan(150);
+SELECT plan(183);
 
 -- schema and types
 SELECT has_schema('idem_gate');
@@ -18,7 +18,10 @@ SELECT has_table('idem_gate', 'claims', 'idem_gate.claims exists');
 SELECT columns_are('idem_gate', 'claims', ARRAY[
 	'workflow', 'key', 'state', 'attempt', 'token', 'execution_id',
 	'fingerprint', 'result', 'last_error', 'created_at', 'claimed_at',
-	'updated_at', 'completed_at', 'alerted_token', 'token_issued']);
+	'updated_at', 'completed_at', 'alerted_token', 'token_issued', 'payload',
+	'payload_dropped_bytes']);
+SELECT col_type_is('idem_gate', 'claims', 'payload', 'jsonb', 'payload is jsonb');
+SELECT col_type_is('idem_gate', 'claims', 'payload_dropped_bytes', 'integer', 'payload_dropped_bytes is integer');
 SELECT col_type_is('idem_gate', 'claims', 'workflow', 'text', 'workflow is text');
 SELECT col_type_is('idem_gate', 'claims', 'key', 'text', 'key is text');
 SELECT col_type_is('idem_gate', 'claims', 'state', 'idem_gate', 'state', 'state is idem_gate.state');
@@ -38,7 +41,8 @@ SELECT col_not_null('idem_gate', 'claims', c, c || ' is NOT NULL')
 SELECT col_type_is('idem_gate', 'claims', 'token_issued', 'boolean', 'token_issued is boolean');
 SELECT col_default_is('idem_gate', 'claims', 'token_issued', 'false', 'rows claimed under 1.0 keep the 1.0 token rule');
 SELECT col_is_null('idem_gate', 'claims', c, c || ' is nullable')
-  FROM unnest(ARRAY['execution_id', 'fingerprint', 'result', 'last_error', 'completed_at']) c;
+  FROM unnest(ARRAY['execution_id', 'fingerprint', 'result', 'last_error', 'completed_at',
+	'payload', 'payload_dropped_bytes']) c;
 SELECT col_is_pk('idem_gate', 'claims', ARRAY['workflow', 'key'], 'the primary key is (workflow, key)');
 SELECT has_index('idem_gate', 'claims', 'claims_state_workflow_updated_at',
 	ARRAY['state', 'workflow', 'updated_at', 'token'],
@@ -53,7 +57,8 @@ SELECT bag_eq($$
 	ARRAY['claims_workflow_not_empty', 'claims_key_not_empty',
 		  'claims_attempt_positive', 'claims_token_positive',
 		  'claims_completed_at_iff_completed', 'claims_completed_at_is_last_change',
-		  'claims_result_only_when_completed', 'claims_timestamps_ordered'],
+		  'claims_result_only_when_completed', 'claims_timestamps_ordered',
+		  'claims_payload_only_while_open'],
 	'the CHECK constraints');
 
 -- the CHECK constraints refuse rows inconsistent with their state
@@ -139,7 +144,7 @@ SELECT columns_are('idem_gate', 'workflow_stats', ARRAY['workflow', 'rows_proces
 	'oldest_processing_age', 'oldest_needs_review_age']);
 SELECT has_table('idem_gate', 'audit', 'the audit trail exists');
 SELECT columns_are('idem_gate', 'audit', ARRAY['id', 'at', 'session_role', 'acting_role',
-	'action', 'workflow', 'key', 'state_before', 'state_after', 'token', 'reason']);
+	'action', 'workflow', 'key', 'state_before', 'state_after', 'token', 'reason', 'actor']);
 SELECT has_trigger('idem_gate', 'audit', 'audit_append_only', 'audit rows cannot be changed');
 SELECT has_trigger('idem_gate', 'audit', 'audit_no_truncate', 'the audit trail cannot be truncated');
 SELECT has_table('idem_gate', 'janitor_watermarks', 'the janitor''s receipt progress exists');
@@ -186,15 +191,51 @@ SELECT is(has_function_privilege('public', f, 'EXECUTE'), false, f || ' is not e
 	'idem_gate.workflow_acl_changed()',
 	'idem_gate.sync_token_seq()',
 	'idem_gate.claim_many_group(text[],text,interval,text[],text,text,integer[],name)',
-	'idem_gate.cluster_counters()']) f;
+	'idem_gate.cluster_counters()',
+	'public.idem_claim_ex(text,text,interval,text,text,jsonb)',
+	'public.idem_claim_many(text[],text,interval,text[],text,jsonb[])',
+	'public.idem_resolve(text,text,text,jsonb,text,text)',
+	'public.idem_release(text,text,text,text)',
+	'idem_gate.history(text,text)',
+	'idem_gate.distribute(integer)']) f;
 SELECT is(has_table_privilege('public', t, p), false, 'PUBLIC has no ' || p || ' on ' || t)
   FROM unnest(ARRAY['idem_gate.audit', 'idem_gate.janitor_watermarks', 'idem_gate.workflow_stats',
-	'idem_gate.workflow_acl', 'idem_gate.stats_gauges']) t,
+	'idem_gate.workflow_acl', 'idem_gate.stats_gauges', 'idem_gate.inbox', 'idem_gate.stats']) t,
 	   unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) p;
 SELECT is(has_table_privilege('public', 'idem_gate.claims', p), false, 'PUBLIC has no ' || p || ' on idem_gate.claims')
   FROM unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE']) p;
 SELECT is(has_sequence_privilege('public', 'idem_gate.token_seq', 'USAGE'), false,
 	'PUBLIC cannot draw tokens');
+
+
+-- 1.2: the human loop, per-workflow reads
+SELECT has_view('idem_gate', 'inbox', 'the inbox exists');
+SELECT columns_are('idem_gate', 'inbox', ARRAY['workflow', 'key', 'reason', 'since', 'state',
+	'attempt', 'execution_id', 'last_error', 'payload', 'payload_dropped_bytes', 'fingerprint',
+	'claimed_at', 'updated_at'], 'the inbox shows no token');
+SELECT function_returns('idem_gate', 'history', ARRAY['text', 'text'], 'setof record',
+	'history() returns a set of audit rows');
+SELECT has_function('public', 'idem_claim_ex', ARRAY['text', 'text', 'interval', 'text', 'text', 'jsonb'],
+	'idem_claim_ex takes a payload');
+SELECT has_function('public', 'idem_claim_ex', ARRAY['text', 'text', 'interval', 'text', 'text'],
+	'the 1.1 idem_claim_ex stays');
+SELECT has_function('public', 'idem_resolve', ARRAY['text', 'text', 'text', 'jsonb', 'text', 'text'],
+	'idem_resolve takes an actor');
+SELECT has_function('public', 'idem_release', ARRAY['text', 'text', 'text', 'text'],
+	'idem_release takes an actor');
+SELECT is(has_function_privilege('public', 'idem_gate.workflow_visible(text)', 'EXECUTE'), true,
+	'workflow_visible() is executable by everyone, as row security needs');
+SELECT is((SELECT relrowsecurity FROM pg_class WHERE oid = t::regclass), true,
+	t || ' has row security, for per-workflow reads')
+  FROM unnest(ARRAY['idem_gate.claims', 'idem_gate.audit']) t;
+SELECT policies_are('idem_gate', 'claims', ARRAY['claims_by_workflow']);
+SELECT policies_are('idem_gate', 'audit', ARRAY['audit_by_workflow']);
+SELECT is((SELECT prosecdef FROM pg_proc WHERE oid = 'idem_gate.grant_workflow(name,text)'::regprocedure),
+	false, 'grant_workflow() acts as the owner by itself, not as SECURITY DEFINER');
+SELECT hasnt_function('idem_gate', 'outside_extension', ARRAY['text[]'],
+	'the update''s helpers are gone');
+SELECT hasnt_function('idem_gate', 'upgrade_grants', ARRAY['aclitem[]', 'oid', 'text'],
+	'the update''s helpers are gone (2)');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -113,7 +113,7 @@ check "claims distributed by key, audit co-located, policies a reference table" 
 claims|h|claims
 policies|n|" \
 	"$(q "$COORD" "SELECT c.relname, p.partmethod, (SELECT c2.relname FROM pg_dist_partition p2 JOIN pg_class c2 ON c2.oid = p2.logicalrelid WHERE p2.colocationid = p.colocationid AND p.partmethod = 'h' ORDER BY p2.logicalrelid LIMIT 1) FROM pg_dist_partition p JOIN pg_class c ON c.oid = p.logicalrelid ORDER BY 1")"
-check "8 API functions delegated on their key, co-located with claims" 8 \
+check "12 API functions (the 1.2 overloads and history() too) delegated on their key, co-located with claims" 12 \
 	"$(q "$COORD" "SELECT count(*) FROM pg_dist_object o JOIN pg_dist_partition p ON p.colocationid = o.colocationid AND p.logicalrelid = 'idem_gate.claims'::regclass WHERE o.distribution_argument_index = 0")"
 check "a second call is harmless" "already distributed" "$(q "$COORD" "SELECT idem_gate.distribute()")"
 check "the workers see the claims table distributed" "t
