@@ -14,7 +14,9 @@ OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 DATA = idem_gate--1.0.sql
 DATA_built = idem_gate--1.1.sql idem_gate--1.0--1.1.sql \
 	idem_gate--1.2.sql idem_gate--1.1--1.2.sql
-PG_CPPFLAGS = -I$(srcdir)/src
+# The library's version, for PG_MODULE_MAGIC_EXT on 18: the control file's.
+IG_VERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/idem_gate.control)
+PG_CPPFLAGS = -I$(srcdir)/src -DIG_VERSION='"$(IG_VERSION)"'
 
 # The tests build with warnings as errors (scripts/test.sh runs make
 # WERROR=1) on every supported major.  A plain make does not, so a compiler

@@ -34,7 +34,6 @@
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "commands/trigger.h"
-#include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -47,11 +46,11 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
-#include "idem_gate.h"
-#include "call.h"
+#include "acl.h"
+#include "base.h"
 
 /* idem_gate.workflow_acl */
-bool		idem_workflow_acl = false;
+static bool workflow_acl = false;
 
 /* Answers remembered for this many workflows. */
 #define IG_ACL_ANSWERS	8
@@ -75,23 +74,23 @@ typedef struct IgAclCache
 	IgAclAnswer answers[IG_ACL_ANSWERS];
 } IgAclCache;
 
-static IgAclCache ig_acl;
+static IgAclCache cache;
 
-static Oid	ig_extension_owner(void);
-static MemoryContext ig_acl_cxt = NULL;
+static Oid	extension_owner(void);
+static MemoryContext acl_cxt = NULL;
 
 /* The grants or the role memberships changed: decide again. */
 static void
-ig_acl_relcache_cb(Datum arg, Oid relid)
+acl_relcache_cb(Datum arg, Oid relid)
 {
-	if (relid == InvalidOid || relid == ig_acl.relid)
-		ig_acl.valid = false;
+	if (relid == InvalidOid || relid == cache.relid)
+		cache.valid = false;
 }
 
 static void
-ig_acl_syscache_cb(Datum arg, int cacheid, uint32 hashvalue)
+acl_syscache_cb(Datum arg, int cacheid, uint32 hashvalue)
 {
-	ig_acl.valid = false;
+	cache.valid = false;
 }
 
 /*
@@ -99,7 +98,7 @@ ig_acl_syscache_cb(Datum arg, int cacheid, uint32 hashvalue)
  * privileges of.
  */
 static void
-ig_acl_load(Oid roleid, Oid relid)
+acl_load(Oid roleid, Oid relid)
 {
 	static bool registered = false;
 	Relation	rel;
@@ -111,21 +110,21 @@ ig_acl_load(Oid roleid, Oid relid)
 
 	if (!registered)
 	{
-		CacheRegisterRelcacheCallback(ig_acl_relcache_cb, (Datum) 0);
-		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, ig_acl_syscache_cb, (Datum) 0);
-		CacheRegisterSyscacheCallback(AUTHOID, ig_acl_syscache_cb, (Datum) 0);
-		ig_acl_cxt = AllocSetContextCreate(TopMemoryContext,
-										   "idem_gate workflow acl",
-										   ALLOCSET_SMALL_SIZES);
+		CacheRegisterRelcacheCallback(acl_relcache_cb, (Datum) 0);
+		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, acl_syscache_cb, (Datum) 0);
+		CacheRegisterSyscacheCallback(AUTHOID, acl_syscache_cb, (Datum) 0);
+		acl_cxt = AllocSetContextCreate(TopMemoryContext,
+										"idem_gate workflow acl",
+										ALLOCSET_SMALL_SIZES);
 		registered = true;
 	}
-	MemoryContextReset(ig_acl_cxt);
-	memset(&ig_acl, 0, sizeof(ig_acl));
-	ig_acl.valid = true;		/* an invalidation from here on counts */
-	ig_acl.roleid = roleid;
-	ig_acl.relid = relid;
+	MemoryContextReset(acl_cxt);
+	memset(&cache, 0, sizeof(cache));
+	cache.valid = true;		/* an invalidation from here on counts */
+	cache.roleid = roleid;
+	cache.relid = relid;
 
-	ig_acl.extowner = ig_extension_owner();
+	cache.extowner = extension_owner();
 	rel = table_open(relid, AccessShareLock);
 	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
 	while ((tup = systable_getnext(scan)) != NULL)
@@ -135,17 +134,17 @@ ig_acl_load(Oid roleid, Oid relid)
 		Datum		pattern = heap_getattr(tup, 2, RelationGetDescr(rel), &isnull);
 
 		if (!isnull && has_privs_of_role(roleid, grantee))
-			patterns = lappend(patterns, MemoryContextStrdup(ig_acl_cxt,
+			patterns = lappend(patterns, MemoryContextStrdup(acl_cxt,
 															 TextDatumGetCString(pattern)));
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 
-	ig_acl.npatterns = list_length(patterns);
-	ig_acl.patterns = MemoryContextAlloc(ig_acl_cxt,
-										 sizeof(char *) * Max(ig_acl.npatterns, 1));
+	cache.npatterns = list_length(patterns);
+	cache.patterns = MemoryContextAlloc(acl_cxt,
+										sizeof(char *) * Max(cache.npatterns, 1));
 	foreach(lc, patterns)
-		ig_acl.patterns[i++] = lfirst(lc);
+		cache.patterns[i++] = lfirst(lc);
 	list_free(patterns);
 }
 
@@ -154,7 +153,7 @@ ig_acl_load(Oid roleid, Oid relid)
  * -1 for the wildcard %.  Advances *p.
  */
 static int
-ig_pattern_symbol(const char **p)
+pattern_symbol(const char **p)
 {
 	const char *c = *p;
 
@@ -174,14 +173,14 @@ ig_pattern_symbol(const char **p)
 
 /* A pattern as symbols (bytes, and -1 for %), ending with -2. */
 static int *
-ig_pattern_symbols(const char *pattern, int *n)
+pattern_symbols(const char *pattern, int *n)
 {
 	int		   *sym = palloc(sizeof(int) * (strlen(pattern) + 1));
 	const char *p = pattern;
 
 	*n = 0;
 	while (*p != '\0')
-		sym[(*n)++] = ig_pattern_symbol(&p);
+		sym[(*n)++] = pattern_symbol(&p);
 	sym[*n] = -2;
 	return sym;
 }
@@ -195,7 +194,7 @@ ig_pattern_symbols(const char *pattern, int *n)
  * single backtracking point of a %-only pattern.
  */
 static bool
-ig_symbols_match(const int *q, int nq, const int *s, int ns)
+symbols_match(const int *q, int nq, const int *s, int ns)
 {
 	int			i = 0;
 	int			j = 0;
@@ -229,17 +228,17 @@ ig_symbols_match(const int *q, int nq, const int *s, int ns)
 
 /* Does a granted pattern match the workflow? */
 static bool
-ig_pattern_matches(const char *pattern, const char *workflow)
+pattern_matches(const char *pattern, const char *workflow)
 {
 	int			nq;
-	int		   *q = ig_pattern_symbols(pattern, &nq);
+	int		   *q = pattern_symbols(pattern, &nq);
 	int			ns = strlen(workflow);
 	int		   *w = palloc(sizeof(int) * (ns + 1));
 	bool		match;
 
 	for (int i = 0; i < ns; i++)
 		w[i] = (unsigned char) workflow[i];
-	match = ig_symbols_match(q, nq, w, ns);
+	match = symbols_match(q, nq, w, ns);
 	pfree(q);
 	pfree(w);
 	return match;
@@ -247,29 +246,29 @@ ig_pattern_matches(const char *pattern, const char *workflow)
 
 /* Does pattern q cover every workflow that pattern p matches? */
 static bool
-ig_pattern_covers(const char *q, const char *p)
+pattern_covers(const char *q, const char *p)
 {
 	int			nq;
 	int			np;
-	int		   *qs = ig_pattern_symbols(q, &nq);
-	int		   *ps = ig_pattern_symbols(p, &np);
+	int		   *qs = pattern_symbols(q, &nq);
+	int		   *ps = pattern_symbols(p, &np);
 
-	return ig_symbols_match(qs, nq, ps, np);
+	return symbols_match(qs, nq, ps, np);
 }
 
 /* Does a pattern granted to the cached role match the workflow? */
 static bool
-ig_acl_match(const char *workflow)
+acl_match(const char *workflow)
 {
-	for (int i = 0; i < ig_acl.npatterns; i++)
-		if (ig_pattern_matches(ig_acl.patterns[i], workflow))
+	for (int i = 0; i < cache.npatterns; i++)
+		if (pattern_matches(cache.patterns[i], workflow))
 			return true;
 	return false;
 }
 
 /* The owner of the idem_gate extension. */
 static Oid
-ig_extension_owner(void)
+extension_owner(void)
 {
 	Relation	rel;
 	ScanKeyData skey;
@@ -295,16 +294,16 @@ ig_extension_owner(void)
  * table (a 1.0 catalog).
  */
 static bool
-ig_acl_for(Oid role)
+acl_for(Oid role)
 {
 	Oid			relid;
 
-	if (ig_acl.valid && ig_acl.roleid == role)
+	if (cache.valid && cache.roleid == role)
 		return true;
 	relid = get_relname_relid("workflow_acl", get_namespace_oid("idem_gate", false));
 	if (!OidIsValid(relid))
 		return false;
-	ig_acl_load(role, relid);
+	acl_load(role, relid);
 	return true;
 }
 
@@ -314,38 +313,38 @@ ig_acl_for(Oid role)
  * role they have the privileges of) matches.  Cached per workflow.
  */
 static bool
-ig_acl_allows(Oid role, const char *workflow)
+acl_allows(Oid role, const char *workflow)
 {
 	bool		allowed;
 	int			i;
 
 	if (superuser_arg(role))
 		return true;
-	if (!ig_acl_for(role))
+	if (!acl_for(role))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("idem_gate.workflow_acl is on, but this database's idem_gate has no grants table"),
 				 errhint("Run ALTER EXTENSION idem_gate UPDATE, or turn idem_gate.workflow_acl off.")));
-	if (role == ig_acl.extowner)
+	if (role == cache.extowner)
 		return true;
 
-	for (i = 0; i < ig_acl.nanswers; i++)
-		if (strcmp(ig_acl.answers[i].workflow, workflow) == 0)
-			return ig_acl.answers[i].allowed;
+	for (i = 0; i < cache.nanswers; i++)
+		if (strcmp(cache.answers[i].workflow, workflow) == 0)
+			return cache.answers[i].allowed;
 
 	{
 		IgAclAnswer *a;
 
-		allowed = ig_acl_match(workflow);
-		if (ig_acl.nanswers < IG_ACL_ANSWERS)
-			a = &ig_acl.answers[ig_acl.nanswers++];
+		allowed = acl_match(workflow);
+		if (cache.nanswers < IG_ACL_ANSWERS)
+			a = &cache.answers[cache.nanswers++];
 		else
 		{
-			a = &ig_acl.answers[ig_acl.next];
-			ig_acl.next = (ig_acl.next + 1) % IG_ACL_ANSWERS;
+			a = &cache.answers[cache.next];
+			cache.next = (cache.next + 1) % IG_ACL_ANSWERS;
 			pfree(a->workflow);
 		}
-		a->workflow = MemoryContextStrdup(ig_acl_cxt, workflow);
+		a->workflow = MemoryContextStrdup(acl_cxt, workflow);
 		a->allowed = allowed;
 	}
 	return allowed;
@@ -360,40 +359,30 @@ ig_acl_allows(Oid role, const char *workflow)
 void
 ig_acl_check(Oid caller, Oid owner, const char *workflow)
 {
-	if (!idem_workflow_acl || caller == owner)
+	if (!workflow_acl || caller == owner)
 		return;
-	if (!ig_acl_allows(caller, workflow))
+	if (!acl_allows(caller, workflow))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("role \"%s\" may not use workflow \"%s\"",
-						GetUserNameFromId(caller, false), idem_display(workflow)),
+						GetUserNameFromId(caller, false), ig_display(workflow)),
 				 errdetail("idem_gate.workflow_acl is on, and no pattern granted to this role or a role it belongs to matches the workflow."),
 				 errhint("An administrator can grant it with idem_gate.grant_workflow(role, pattern).")));
 }
 
 /*
- * idem_gate.workflow_visible(workflow): may the current role see the
- * workflow's claims and audit rows?  Always, with idem_gate.workflow_acl
- * off; otherwise as for calling the gate's functions.  The row security
- * policies of idem_gate.claims and idem_gate.audit, and the views, filter
- * by it; NULL is not visible.  The gate's own reads inside a call, whose
- * caller's grants are checked already, are not filtered again (row
- * security applies to them where a DBA made a role that is not the
- * table's owner own the gate's functions).
+ * May role see the workflow's claims and audit rows?  Always, with
+ * idem_gate.workflow_acl off; otherwise as for calling the gate's
+ * functions.  A NULL workflow is not visible.
  */
-PG_FUNCTION_INFO_V1(idem_gate_workflow_visible);
-
-Datum
-idem_gate_workflow_visible(PG_FUNCTION_ARGS)
+bool
+ig_acl_visible(Oid role, const char *workflow)
 {
-	char	   *workflow;
-
-	if (!idem_workflow_acl || ig_call_active())
-		PG_RETURN_BOOL(true);
-	if (PG_ARGISNULL(0))
-		PG_RETURN_BOOL(false);
-	workflow = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	PG_RETURN_BOOL(ig_acl_allows(GetUserId(), workflow));
+	if (!workflow_acl)
+		return true;
+	if (workflow == NULL)
+		return false;
+	return acl_allows(role, workflow);
 }
 
 /*
@@ -416,165 +405,43 @@ idem_gate_workflow_acl_changed(PG_FUNCTION_ARGS)
 }
 
 /*
- * The arguments of grant_workflow() and revoke_workflow(): both given, the
- * pattern not empty and escaping only what can be escaped, the role
- * existing.  Returns the role.
- */
-static Oid
-ig_acl_args(FunctionCallInfo fcinfo, char **pattern)
-{
-	const char *name;
-	Oid			role;
-
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", PG_ARGISNULL(0) ? "role" : "pattern"),
-				 errhint("Name a role and a pattern of workflows, such as 'orders_%%'.")));
-	*pattern = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	if ((*pattern)[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("pattern must not be empty"),
-				 errhint("Use '%%' for every workflow.")));
-	for (const char *p = *pattern; *p != '\0'; p++)
-	{
-		if (*p != '\\')
-			continue;
-		if (p[1] != '%' && p[1] != '\\')
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("pattern \"%s\" has a backslash that escapes nothing",
-							idem_display(*pattern)),
-					 errdetail("In a pattern, %% is any run of characters, \\%% a literal %% and \\\\ a literal backslash; every other character, _ included, stands for itself."),
-					 errhint("Double the backslash to match one.")));
-		p++;
-	}
-	name = NameStr(*PG_GETARG_NAME(0));
-	role = get_role_oid(name, true);
-	if (!OidIsValid(role))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("role \"%s\" does not exist", name),
-				 errhint("Check the spelling (role names are case sensitive), or create the role first.")));
-	return role;
-}
-
-/*
  * May caller grant or revoke pattern?  Superusers, the extension's owner
  * and the owner of the function may grant anything; any other role given
  * EXECUTE on grant_workflow() and revoke_workflow() administers the
  * workflows its own grants cover: a pattern it holds (or a role it has
  * the privileges of holds) must match every workflow the pattern does.
  */
-static void
-ig_acl_may_administer(Oid caller, Oid owner, const char *pattern,
-					  const char *verb)
+void
+ig_acl_check_administer(Oid caller, Oid owner, const char *pattern,
+						const char *verb)
 {
 	if (caller == owner || superuser_arg(caller))
 		return;
-	if (ig_acl_for(caller))
+	if (acl_for(caller))
 	{
-		if (caller == ig_acl.extowner)
+		if (caller == cache.extowner)
 			return;
-		for (int i = 0; i < ig_acl.npatterns; i++)
-			if (ig_pattern_covers(ig_acl.patterns[i], pattern))
+		for (int i = 0; i < cache.npatterns; i++)
+			if (pattern_covers(cache.patterns[i], pattern))
 				return;
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 			 errmsg("role \"%s\" may not %s pattern \"%s\"",
-					GetUserNameFromId(caller, false), verb, idem_display(pattern)),
+					GetUserNameFromId(caller, false), verb, ig_display(pattern)),
 			 errdetail("A role that administers per-workflow access grants and revokes only patterns that its own grants cover."),
 			 errhint("Ask a superuser to %s it, or grant the administering role a pattern that covers it.",
 					 verb)));
 }
 
-/*
- * Grant or revoke (grant false) pattern to role, acting as the owner of
- * the function called, guarded against code attached to the grants table.
- * Returns whether a row was added or removed.
- */
-static bool
-ig_acl_write(FunctionCallInfo fcinfo, bool grant)
-{
-	static const char *const sql[2] = {
-		"DELETE FROM ONLY idem_gate.workflow_acl a"
-		" WHERE a.role OPERATOR(pg_catalog.=) $1 AND a.pattern OPERATOR(pg_catalog.=) $2",
-		"INSERT INTO idem_gate.workflow_acl (role, pattern) VALUES ($1, $2)"
-		" ON CONFLICT DO NOTHING"
-	};
-	Oid			argtypes[2] = {REGROLEOID, TEXTOID};
-	Datum		values[2];
-	char	   *pattern;
-	Oid			role = ig_acl_args(fcinfo, &pattern);
-	Oid			caller = GetUserId();
-	Oid			save_userid;
-	int			save_sec_context;
-	int			guc_level = 0;
-	const IgTableShape *shape;
-	bool		done;
-
-	PreventCommandIfReadOnly(grant ? "idem_gate.grant_workflow()" : "idem_gate.revoke_workflow()");
-	ig_call_act_as_owner(fcinfo, &save_userid, &save_sec_context);
-	ig_acl_may_administer(caller, GetUserId(), pattern, grant ? "grant" : "revoke");
-	shape = ig_table_shape(IG_TABLE_WORKFLOW_ACL);
-	ig_refuse_rules(IG_TABLE_WORKFLOW_ACL);
-	if (shape->write_code != NULL ||
-		(shape->policy_code != NULL && ig_rls_applies(IG_TABLE_WORKFLOW_ACL)))
-	{
-		ig_call_guard_user_code(NULL, IG_TABLE_WORKFLOW_ACL,
-								shape->write_code ? shape->write_code : shape->policy_code);
-		guc_level = ig_call_pin_search_path();
-	}
-
-	values[0] = ObjectIdGetDatum(role);
-	values[1] = CStringGetTextDatum(pattern);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql[grant], 2, argtypes, values, NULL, false, 0) < 0)
-		elog(ERROR, "could not change idem_gate.workflow_acl");
-	done = (SPI_processed > 0);
-	SPI_finish();
-
-	if (guc_level != 0)
-		AtEOXact_GUC(true, guc_level);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-	return done;
-}
-
-/*
- * idem_gate.grant_workflow(role, pattern): let a role (and its members)
- * use the workflows the pattern matches; false if already granted.
- */
-PG_FUNCTION_INFO_V1(idem_gate_grant_workflow);
-
-Datum
-idem_gate_grant_workflow(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(ig_acl_write(fcinfo, true));
-}
-
-/*
- * idem_gate.revoke_workflow(role, pattern): take back a grant; false if
- * there was no such grant.
- */
-PG_FUNCTION_INFO_V1(idem_gate_revoke_workflow);
-
-Datum
-idem_gate_revoke_workflow(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(ig_acl_write(fcinfo, false));
-}
-
 /* Define idem_gate.workflow_acl. */
 void
-idem_acl_define_settings(void)
+ig_acl_init(void)
 {
 	DefineCustomBoolVariable("idem_gate.workflow_acl",
 							 "Allow each role only the workflows granted to it in idem_gate.workflow_acl.",
 							 "Grant with idem_gate.grant_workflow(role, pattern); superusers and the extension's owner are not restricted.",
-							 &idem_workflow_acl,
+							 &workflow_acl,
 							 false,
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);

@@ -25,23 +25,21 @@
 #include "utils/datum.h"
 #include "utils/timestamp.h"
 
-#include "idem_gate.h"
 #include "audit.h"
-#include "store.h"
 
 /* %s: the actor (1.2), where the table has the column */
-static const char *const ig_audit_sql =
+static const char *const audit_sql =
 "INSERT INTO idem_gate.audit (at, session_role, acting_role, action,"
 " workflow, key, state_before, state_after, token, reason%s)"
 " VALUES ($1, $2, $3, $4, $5, $6, $7::pg_catalog.text::idem_gate.state,"
 " $8::pg_catalog.text::idem_gate.state, $9, $10%s)";
 
-static SPIPlanPtr ig_audit_plan = NULL;
-static Oid	ig_audit_plan_relid = InvalidOid;
-static bool ig_audit_plan_actor = false;	/* the plan names the actor */
+static SPIPlanPtr audit_plan = NULL;
+static Oid	audit_plan_relid = InvalidOid;
+static bool audit_plan_actor = false;	/* the plan names the actor */
 
 /* The janitor is pruning old rows: the guard lets its deletes through. */
-static bool ig_audit_pruning = false;
+static bool pruning = false;
 
 /*
  * Allow or forbid the janitor's deletes; reset at the end of every
@@ -50,7 +48,7 @@ static bool ig_audit_pruning = false;
 void
 ig_audit_allow_pruning(bool allow)
 {
-	ig_audit_pruning = allow;
+	pruning = allow;
 }
 
 /*
@@ -77,27 +75,22 @@ ig_audit_record(IgCall *call, const char *action, IgState before,
 		return;
 	has_actor = (get_attnum(relid, "actor") != InvalidAttrNumber);
 	ig_call_guard_table(call, IG_TABLE_AUDIT, true);
-	if (!call->spi_connected)
+	ig_call_spi(call);
+	if (audit_plan == NULL || audit_plan_relid != relid ||
+		audit_plan_actor != has_actor)
 	{
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		call->spi_connected = true;
-	}
-	if (ig_audit_plan == NULL || ig_audit_plan_relid != relid ||
-		ig_audit_plan_actor != has_actor)
-	{
-		SPIPlanPtr	plan = SPI_prepare(psprintf(ig_audit_sql,
+		SPIPlanPtr	plan = SPI_prepare(psprintf(audit_sql,
 												has_actor ? ", actor" : "",
 												has_actor ? ", $11" : ""),
 									   has_actor ? 11 : 10, argtypes);
 
 		if (plan == NULL || SPI_keepplan(plan) != 0)
 			elog(ERROR, "could not prepare the audit statement");
-		if (ig_audit_plan != NULL)
-			SPI_freeplan(ig_audit_plan);
-		ig_audit_plan = plan;
-		ig_audit_plan_relid = relid;
-		ig_audit_plan_actor = has_actor;
+		if (audit_plan != NULL)
+			SPI_freeplan(audit_plan);
+		audit_plan = plan;
+		audit_plan_relid = relid;
+		audit_plan_actor = has_actor;
 	}
 
 	values[0] = TimestampTzGetDatum(GetCurrentTimestamp());
@@ -117,7 +110,7 @@ ig_audit_record(IgCall *call, const char *action, IgState before,
 	values[10] = actor ? PointerGetDatum(actor) : (Datum) 0;
 	nulls[10] = actor ? ' ' : 'n';
 
-	if (SPI_execute_plan(ig_audit_plan, values, nulls, false, 0) != SPI_OK_INSERT)
+	if (SPI_execute_plan(audit_plan, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record the audit row");
 }
 
@@ -136,7 +129,7 @@ idem_gate_audit_guard(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("idem_gate.audit_guard() must be called as a trigger")));
-	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) && ig_audit_pruning)
+	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) && pruning)
 		return PointerGetDatum(trigdata->tg_trigtuple);
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -144,59 +137,4 @@ idem_gate_audit_guard(PG_FUNCTION_ARGS)
 			 errdetail("The audit trail keeps every operator's decision as it was recorded; the janitor removes rows older than idem_gate.audit_retention."),
 			 errhint("Shorten idem_gate.audit_retention to keep less history.")));
 	PG_RETURN_NULL();
-}
-
-/*
- * idem_gate.history(key, workflow): the audit rows of a claim, oldest
- * first, for a reviewer (a released claim's too: its row is gone, its
- * history is not).  Checked like every call of the gate: the key and
- * workflow, and the caller's workflow grants; read as the owner, guarded
- * against code attached to the audit trail.  No tokens: a person needs
- * none.  An unknown key has no rows.
- */
-PG_FUNCTION_INFO_V1(idem_gate_history);
-
-Datum
-idem_gate_history(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	IgCall		call;
-	Oid			argtypes[2] = {TEXTOID, TEXTOID};
-	Datum		values[2];
-	MemoryContext old;
-
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	ig_call_begin(fcinfo, &call, "idem_gate.history()", false);
-	ig_call_guard_table(&call, IG_TABLE_AUDIT, false);
-	if (!call.spi_connected)
-	{
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		call.spi_connected = true;
-	}
-	values[0] = call.workflow;
-	values[1] = call.key;
-	if (SPI_execute_with_args("SELECT a.at, a.action, a.actor, a.session_role, a.acting_role,"
-							  " a.state_before, a.state_after, a.reason"
-							  " FROM ONLY idem_gate.audit a"
-							  " WHERE a.workflow OPERATOR(pg_catalog.=) $1"
-							  " AND a.key OPERATOR(pg_catalog.=) $2 ORDER BY a.id",
-							  2, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read idem_gate.audit");
-	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		Datum		row[8];
-		bool		nulls[8];
-
-		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, row, nulls);
-		for (int c = 0; c < 8; c++)
-			if (!nulls[c])
-				row[c] = datumCopy(row[c], TupleDescAttr(SPI_tuptable->tupdesc, c)->attbyval,
-								   TupleDescAttr(SPI_tuptable->tupdesc, c)->attlen);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
-	}
-	MemoryContextSwitchTo(old);
-	ig_call_end(&call);
-	return (Datum) 0;
 }

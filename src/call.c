@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * call.c
- *	  The frame of one API call: argument checks, acting as the extension's
- *	  owner, the enum caches and the errors the gate functions raise.
+ *	  The frame of one API call: argument checks, acting as the owner of
+ *	  the function called, the guard for code attached to the extension's
+ *	  tables, one SPI connection, and the errors the gate functions raise.
  *
  * The gate functions act as the owner of the function called (normally
  * the superuser who created the extension), the way referential-integrity
@@ -18,9 +19,8 @@
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_enum.h"
 #include "catalog/pg_proc.h"
-#include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "common/int.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -32,42 +32,8 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "idem_gate.h"
+#include "acl.h"
 #include "call.h"
-#include "store.h"
-
-const char *const ig_state_names[IG_NUM_STATES] = {
-	"processing", "completed", "failed_retryable", "needs_review"
-};
-
-static const char *const ig_outcome_names[IG_NUM_OUTCOMES] = {
-	"new", "in_flight", "completed", "stale_taken", "needs_review"
-};
-
-/*
- * Longest key or workflow in bytes.  Two of them must fit in one btree
- * entry of the primary key (about 2,700 bytes on 8 kB pages) whatever
- * idem_gate.max_key_length says, or a long key of 4-byte characters would
- * fail with an index error instead of ours.
- */
-#define IG_MAX_NAME_BYTES	1300
-
-int			idem_max_key_length = 255;
-int			idem_max_payload_bytes = 1024 * 1024;
-int			idem_max_attempts = 5;
-
-/*
- * Enum label OIDs, looked up once per backend and again only if the type's
- * OID changes (the extension was dropped and created again).
- */
-typedef struct IgEnumCache
-{
-	Oid			typoid;
-	Oid			labels[IG_NUM_OUTCOMES];
-} IgEnumCache;
-
-static IgEnumCache ig_state_cache;
-static IgEnumCache ig_outcome_cache;
 
 /*
  * How many gate calls are running in this backend (a DBA's trigger may
@@ -75,27 +41,27 @@ static IgEnumCache ig_outcome_cache;
  * subtransaction, so that an error that skips ig_call_end() is undone
  * with the subtransaction or transaction it aborts.
  */
-static int	ig_call_depth = 0;
-static List *ig_call_depth_saved = NIL;
+static int	call_depth = 0;
+static List *depth_saved = NIL;
 
 /* A transaction ended: no gate call can be running any more. */
 static void
-ig_call_xact_cb(XactEvent event, void *arg)
+xact_cb(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_COMMIT ||
 		event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PARALLEL_COMMIT ||
 		event == XACT_EVENT_PREPARE)
 	{
-		ig_call_depth = 0;
-		list_free(ig_call_depth_saved);
-		ig_call_depth_saved = NIL;
+		call_depth = 0;
+		list_free(depth_saved);
+		depth_saved = NIL;
 	}
 }
 
 /* A subtransaction began or ended: remember or restore the depth. */
 static void
-ig_call_subxact_cb(SubXactEvent event, SubTransactionId mySubid,
-				   SubTransactionId parentSubid, void *arg)
+subxact_cb(SubXactEvent event, SubTransactionId mySubid,
+		   SubTransactionId parentSubid, void *arg)
 {
 	MemoryContext old;
 
@@ -103,16 +69,16 @@ ig_call_subxact_cb(SubXactEvent event, SubTransactionId mySubid,
 	{
 		case SUBXACT_EVENT_START_SUB:
 			old = MemoryContextSwitchTo(TopMemoryContext);
-			ig_call_depth_saved = lcons_int(ig_call_depth, ig_call_depth_saved);
+			depth_saved = lcons_int(call_depth, depth_saved);
 			MemoryContextSwitchTo(old);
 			break;
 		case SUBXACT_EVENT_COMMIT_SUB:
 		case SUBXACT_EVENT_ABORT_SUB:
-			if (ig_call_depth_saved == NIL)
+			if (depth_saved == NIL)
 				break;
 			if (event == SUBXACT_EVENT_ABORT_SUB)
-				ig_call_depth = linitial_int(ig_call_depth_saved);
-			ig_call_depth_saved = list_delete_first(ig_call_depth_saved);
+				call_depth = linitial_int(depth_saved);
+			depth_saved = list_delete_first(depth_saved);
 			break;
 		default:
 			break;
@@ -127,106 +93,7 @@ ig_call_subxact_cb(SubXactEvent event, SubTransactionId mySubid,
 bool
 ig_call_active(void)
 {
-	return ig_call_depth > 0;
-}
-
-/*
- * Define the limits the call frame checks: idem_gate.max_key_length for
- * every key and workflow argument, idem_gate.max_payload_bytes for a
- * delivery's payload, idem_gate.max_attempts for when a failing claim
- * needs a person.
- */
-void
-ig_call_define_settings(void)
-{
-	DefineCustomIntVariable("idem_gate.max_key_length",
-							"Longest accepted key or workflow name, in characters.",
-							"Longer values are refused with SQLSTATE 22023; derive a shorter key with idem_hash(). A key or workflow also takes at most 1300 bytes.",
-							&idem_max_key_length,
-							255,
-							1,
-							1000,
-							PGC_SUSET,
-							0,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("idem_gate.max_payload_bytes",
-							"Largest delivery payload a claim keeps as evidence.",
-							"A larger payload is not kept; the claim proceeds and its payload_dropped_bytes says the size. 0 keeps none.",
-							&idem_max_payload_bytes,
-							1024 * 1024,
-							0,
-							256 * 1024 * 1024,
-							PGC_SUSET,
-							GUC_UNIT_BYTE,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("idem_gate.max_attempts",
-							"Attempts after which a claim that keeps failing before its side effect is shown in idem_gate.inbox.",
-							"A failed_retryable claim at this attempt or later is announced once on idem_gate_alert and listed as failing.",
-							&idem_max_attempts,
-							5,
-							1,
-							1000000,
-							PGC_SUSET,
-							0,
-							NULL, NULL, NULL);
-}
-
-/*
- * Make a value printable in a message: long keys are cut, so that an error
- * about a 255-character key stays readable.
- */
-char *
-idem_display(const char *s)
-{
-	int			len = strlen(s);
-	int			clip;
-
-	if (pg_mbstrlen_with_len(s, len) <= IDEM_DISPLAY_CHARS)
-		return pstrdup(s);
-	clip = pg_mbcharcliplen(s, len, IDEM_DISPLAY_CHARS - 3);
-	return psprintf("%.*s...", clip, s);
-}
-
-/*
- * Check a key or workflow value: not empty, not longer than
- * idem_gate.max_key_length characters nor IG_MAX_NAME_BYTES bytes.  The
- * limit keeps index entries far below btree's size limit and makes a
- * payload-as-key mistake loud.  what names the argument in messages.
- */
-static const char *
-ig_name_check(text *t, const char *what, bool is_key)
-{
-	int			bytes = VARSIZE_ANY_EXHDR(t);
-	int			chars;
-	char	   *str = text_to_cstring(t);
-
-	if (bytes == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must not be empty", what),
-				 errhint(is_key ?
-						 "An empty key would make every delivery without an id one event; refuse such deliveries before claiming." :
-						 "Pass the name of the side effect the key protects, such as 'stripe_charge'.")));
-
-	if (bytes > idem_max_key_length)
-	{
-		chars = pg_mbstrlen_with_len(VARDATA_ANY(t), bytes);
-		if (chars > idem_max_key_length)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s \"%s\" is too long", what, idem_display(str)),
-					 errdetail("It has %d characters; idem_gate.max_key_length is %d.",
-							   chars, idem_max_key_length),
-					 errhint("Derive a shorter key, for example with idem_hash(), or raise idem_gate.max_key_length.")));
-		if (bytes > IG_MAX_NAME_BYTES)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s \"%s\" is too long", what, idem_display(str)),
-					 errdetail("It takes %d bytes; a key or workflow takes at most %d bytes, so that both fit in one index entry.",
-							   bytes, IG_MAX_NAME_BYTES),
-					 errhint("Derive a shorter key, for example with idem_hash().")));
-	}
-	return str;
+	return call_depth > 0;
 }
 
 /*
@@ -234,7 +101,7 @@ ig_name_check(text *t, const char *what, bool is_key)
  * Returns the value as a C string, and the datum in *value.
  */
 const char *
-ig_text_arg(FunctionCallInfo fcinfo, int argno, const char *what, Datum *value)
+ig_call_text_arg(FunctionCallInfo fcinfo, int argno, const char *what, Datum *value)
 {
 	bool		is_key = (strcmp(what, "key") == 0);
 	text	   *t;
@@ -248,7 +115,7 @@ ig_text_arg(FunctionCallInfo fcinfo, int argno, const char *what, Datum *value)
 						 "Pass the name of the side effect the key protects, such as 'stripe_charge'.")));
 	t = PG_GETARG_TEXT_PP(argno);
 	*value = PointerGetDatum(t);
-	return ig_name_check(t, what, is_key);
+	return ig_check_name(t, what, is_key);
 }
 
 /*
@@ -256,19 +123,19 @@ ig_text_arg(FunctionCallInfo fcinfo, int argno, const char *what, Datum *value)
  * named by its position in messages.
  */
 const char *
-ig_key_element(Datum d, int ord, Datum *value)
+ig_call_key_element(Datum d, int ord, Datum *value)
 {
 	text	   *t = DatumGetTextPP(d);
 
 	*value = PointerGetDatum(t);
-	return ig_name_check(t, psprintf("keys[%d]", ord), true);
+	return ig_check_name(t, psprintf("keys[%d]", ord), true);
 }
 
 /*
  * A token argument that must be given.
  */
 int64
-ig_required_token(FunctionCallInfo fcinfo, int argno)
+ig_call_token_arg(FunctionCallInfo fcinfo, int argno)
 {
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
@@ -287,7 +154,7 @@ ig_required_token(FunctionCallInfo fcinfo, int argno)
  * positive, and subtracting it from now must stay a valid timestamp.
  */
 int64
-ig_duration_usecs(FunctionCallInfo fcinfo, int argno, const char *what)
+ig_call_duration_arg(FunctionCallInfo fcinfo, int argno, const char *what)
 {
 	Interval   *iv = PG_GETARG_INTERVAL_P(argno);
 	int64		years = iv->month / MONTHS_PER_YEAR;
@@ -321,74 +188,6 @@ ig_duration_usecs(FunctionCallInfo fcinfo, int argno, const char *what)
 				 errdetail("Subtracting it from the current time would leave the range of timestamps."),
 				 errhint("Pass an interval of at most some thousand years, or NULL to never take over a claim.")));
 	return usecs;
-}
-
-/*
- * Load the label OIDs of one of our enum types, once per type OID.
- */
-static void
-ig_enum_load(IgEnumCache *cache, Oid typoid, const char *const *names, int n)
-{
-	Oid			labels[IG_NUM_OUTCOMES];
-
-	if (cache->typoid == typoid)
-		return;
-
-	for (int i = 0; i < n; i++)
-	{
-		labels[i] = GetSysCacheOid2(ENUMTYPOIDNAME, Anum_pg_enum_oid,
-									ObjectIdGetDatum(typoid),
-									CStringGetDatum(names[i]));
-		if (!OidIsValid(labels[i]))
-			elog(ERROR, "type %s has no label \"%s\"",
-				 format_type_be(typoid), names[i]);
-	}
-	memcpy(cache->labels, labels, sizeof(Oid) * n);
-	cache->typoid = typoid;
-}
-
-/* Enum datum of a state, for a result of type idem_gate.state. */
-Datum
-ig_state_datum(Oid typoid, IgState state)
-{
-	ig_enum_load(&ig_state_cache, typoid, ig_state_names, IG_NUM_STATES);
-	return ObjectIdGetDatum(ig_state_cache.labels[state]);
-}
-
-/* Enum datum of an outcome, for a result of type idem_gate.outcome. */
-Datum
-ig_outcome_datum(Oid typoid, IgOutcome outcome)
-{
-	ig_enum_load(&ig_outcome_cache, typoid, ig_outcome_names, IG_NUM_OUTCOMES);
-	return ObjectIdGetDatum(ig_outcome_cache.labels[outcome]);
-}
-
-/* Decode a state read from the table. */
-IgState
-ig_state_from_datum(Oid typoid, Datum d)
-{
-	ig_enum_load(&ig_state_cache, typoid, ig_state_names, IG_NUM_STATES);
-	for (int i = 0; i < IG_NUM_STATES; i++)
-		if (ig_state_cache.labels[i] == DatumGetObjectId(d))
-			return (IgState) i;
-	elog(ERROR, "unrecognized idem_gate.state value %u", DatumGetObjectId(d));
-	return IG_PROCESSING;		/* keep compiler quiet */
-}
-
-/*
- * The return type of an enum-returning API function: from the call site,
- * or by name when called without an expression tree.
- */
-Oid
-ig_rettype(FunctionCallInfo fcinfo, const char *name)
-{
-	Oid			rettype = get_fn_expr_rettype(fcinfo->flinfo);
-
-	if (OidIsValid(rettype))
-		return rettype;
-	return GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-						   CStringGetDatum(name),
-						   ObjectIdGetDatum(get_namespace_oid("idem_gate", false)));
 }
 
 /*
@@ -426,7 +225,7 @@ void
 ig_call_begin(FunctionCallInfo fcinfo, IgCall *call, const char *fname,
 			  bool writes)
 {
-	call->key_str = ig_text_arg(fcinfo, 0, "key", &call->key);
+	call->key_str = ig_call_text_arg(fcinfo, 0, "key", &call->key);
 	ig_call_open(fcinfo, call, fname, writes);
 }
 
@@ -440,7 +239,7 @@ ig_call_open(FunctionCallInfo fcinfo, IgCall *call, const char *fname,
 {
 	static bool registered = false;
 
-	call->workflow_str = ig_text_arg(fcinfo, 1, "workflow", &call->workflow);
+	call->workflow_str = ig_call_text_arg(fcinfo, 1, "workflow", &call->workflow);
 
 	if (writes)
 		PreventCommandIfReadOnly(fname);
@@ -448,21 +247,30 @@ ig_call_open(FunctionCallInfo fcinfo, IgCall *call, const char *fname,
 	call->callcxt = CurrentMemoryContext;
 	if (!registered)
 	{
-		RegisterXactCallback(ig_call_xact_cb, NULL);
-		RegisterSubXactCallback(ig_call_subxact_cb, NULL);
+		RegisterXactCallback(xact_cb, NULL);
+		RegisterSubXactCallback(subxact_cb, NULL);
 		registered = true;
 	}
 	ig_call_act_as_owner(fcinfo, &call->save_userid, &call->save_sec_context);
-	ig_call_depth++;
+	call_depth++;
 	ig_acl_check(call->save_userid, GetUserId(), call->workflow_str);
 	call->guc_level = 0;
-	call->writes = writes;
-	call->rel = NULL;
 	call->spi_connected = false;
-	call->probe = NULL;
-	call->inserter = NULL;
-	call->fresh_snapshot = true;
-	call->acl_checked = 0;
+	call->writes = writes;
+}
+
+/*
+ * Connect to SPI, once per call: the SQL path of the store, the audit
+ * trail and the history share the connection, which ig_call_end() closes.
+ */
+void
+ig_call_spi(IgCall *call)
+{
+	if (call->spi_connected)
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	call->spi_connected = true;
 }
 
 /*
@@ -504,10 +312,10 @@ ig_call_guard_user_code(IgCall *call, IgTable table, const char *what)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("idem_gate cannot run %s of %s for a session that has temporary objects",
-						what, ig_table_name(table)),
+						what, ig_shape_table_name(table)),
 				 errdetail("Code attached to the extension's tables runs with the rights of the extension's owner, and PostgreSQL resolves table and type names in the calling session's temporary schema first."),
 				 errhint("Call idem_gate's functions from a session that has created no temporary objects, or remove %s from %s.",
-						 what, ig_table_name(table))));
+						 what, ig_shape_table_name(table))));
 	if (call != NULL && call->guc_level == 0)
 		call->guc_level = ig_call_pin_search_path();
 }
@@ -519,15 +327,15 @@ ig_call_guard_user_code(IgCall *call, IgTable table, const char *what)
  * write around it.  Nothing is changed.
  */
 void
-ig_refuse_rules(IgTable table)
+ig_call_refuse_rules(IgTable table)
 {
-	const IgTableShape *s = ig_table_shape(table);
+	const IgTableShape *s = ig_shape_table(table);
 
 	if (s->rule != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("idem_gate cannot write %s: rule \"%s\" is attached to it",
-						ig_table_name(table), s->rule),
+						ig_shape_table_name(table), s->rule),
 				 errdetail("A rule rewrites the gate's INSERT ... ON CONFLICT, UPDATE ... RETURNING and data-modifying WITH statements, so the gate could neither honour it nor write around it."),
 				 errhint("Drop the rule; a trigger can do what it did, and the gate honours triggers.")));
 }
@@ -543,43 +351,45 @@ ig_refuse_rules(IgTable table)
 void
 ig_call_guard_table(IgCall *call, IgTable table, bool write)
 {
-	const IgTableShape *s = ig_table_shape(table);
+	const IgTableShape *s = ig_shape_table(table);
 	const char *what = write ? s->write_code : NULL;
 
 	if (write)
-		ig_refuse_rules(table);
-	if (what == NULL && s->policy_code != NULL && ig_rls_applies(table))
+		ig_call_refuse_rules(table);
+	if (what == NULL && s->policy_code != NULL && ig_shape_rls_applies(table))
 		what = s->policy_code;
 	if (what != NULL)
 		ig_call_guard_user_code(call, table, what);
 }
 
 /*
- * Finish an API call: close the table (its lock stays until the end of the
- * transaction), disconnect from SPI, restore search_path and become the
- * caller again.
+ * Finish an API call: disconnect from SPI, restore search_path and become
+ * the caller again.  What the store opened is closed before
+ * (ig_store_close()).
  */
 void
 ig_call_end(IgCall *call)
 {
-	ig_store_close(call);
+	if (call->spi_connected && SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+	call->spi_connected = false;
 	if (call->guc_level != 0)
 		AtEOXact_GUC(true, call->guc_level);
 	call->guc_level = 0;
 	SetUserIdAndSecContext(call->save_userid, call->save_sec_context);
-	if (ig_call_depth > 0)
-		ig_call_depth--;
+	if (call_depth > 0)
+		call_depth--;
 }
 
 /* Raise the "no claim exists" error. */
 void
-ig_error_no_claim(IgCall *call, const char *verb)
+ig_call_error_no_claim(IgCall *call, const char *verb)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_NO_DATA_FOUND),
 			 errmsg("cannot %s key \"%s\" in workflow \"%s\": no claim exists",
-					verb, idem_display(call->key_str),
-					idem_display(call->workflow_str)),
+					verb, ig_display(call->key_str),
+					ig_display(call->workflow_str)),
 			 errhint("Claim the key with idem_claim() or idem_claim_ex() first; completed and failed claims are deleted once their retention has passed.")));
 }
 
@@ -589,13 +399,13 @@ ig_error_no_claim(IgCall *call, const char *verb)
  * that owns the claim now: only its owner may know it.
  */
 void
-ig_error_stale_token(IgCall *call, int64 token, IgState state, int attempt)
+ig_call_error_stale_token(IgCall *call, int64 token, IgState state, int attempt)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("token " INT64_FORMAT " no longer owns key \"%s\" in workflow \"%s\"",
-					token, idem_display(call->key_str),
-					idem_display(call->workflow_str)),
+					token, ig_display(call->key_str),
+					ig_display(call->workflow_str)),
 			 errdetail("The claim was granted to another run: it is now %s, attempt %d.",
 					   ig_state_names[state], attempt),
 			 errhint("Another run owns this event now; this run must not record an outcome for it.")));
@@ -607,13 +417,13 @@ ig_error_stale_token(IgCall *call, int64 token, IgState state, int attempt)
  * delivery trying to record somebody else's outcome.
  */
 void
-ig_error_token_required(IgCall *call, const char *fname)
+ig_call_error_token_required(IgCall *call, const char *fname)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 			 errmsg("token must not be null for key \"%s\" in workflow \"%s\"",
-					idem_display(call->key_str),
-					idem_display(call->workflow_str)),
+					ig_display(call->key_str),
+					ig_display(call->workflow_str)),
 			 errdetail("The claim was granted by idem_claim_ex() or idem_claim_many(), which handed its token to the run that owns it."),
 			 errhint("Pass the token returned with the claim to %s; an operator acts on any claim with idem_resolve() or idem_release().",
 					 fname)));
@@ -624,7 +434,7 @@ ig_error_token_required(IgCall *call, const char *fname)
  * state the claim is in.
  */
 void
-ig_error_state(IgCall *call, const char *verb, IgState state)
+ig_call_error_state(IgCall *call, const char *verb, IgState state)
 {
 	const char *hint;
 
@@ -649,8 +459,8 @@ ig_error_state(IgCall *call, const char *verb, IgState state)
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("cannot %s key \"%s\" in workflow \"%s\": the claim is %s",
-					verb, idem_display(call->key_str),
-					idem_display(call->workflow_str),
+					verb, ig_display(call->key_str),
+					ig_display(call->workflow_str),
 					ig_state_names[state]),
 			 errhint("%s", hint)));
 }
@@ -662,13 +472,13 @@ ig_error_state(IgCall *call, const char *verb, IgState state)
  * ignore it.
  */
 void
-ig_error_serialization(IgCall *call, const char *what)
+ig_call_error_serialization(IgCall *call, const char *what)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg("could not serialize access to key \"%s\" in workflow \"%s\" due to concurrent %s",
-					idem_display(call->key_str),
-					idem_display(call->workflow_str), what),
+					ig_display(call->key_str),
+					ig_display(call->workflow_str), what),
 			 errdetail("The claim was written by a transaction that this transaction's snapshot does not see."),
 			 errhint("Retry the transaction, or call idem_gate's functions under READ COMMITTED, where they wait for a concurrent claim and answer from its row.")));
 }

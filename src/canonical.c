@@ -48,7 +48,7 @@ PG_FUNCTION_INFO_V1(idem_hash_fields);
  * string (SQL_ASCII does not even say what its bytes mean).
  */
 static void
-jcs_check_encoding(void)
+check_encoding(void)
 {
 	if (GetDatabaseEncoding() != PG_UTF8)
 		ereport(ERROR,
@@ -63,7 +63,7 @@ jcs_check_encoding(void)
  * Read the numbers => argument.
  */
 static JcsNumbers
-jcs_parse_numbers(text *t)
+parse_numbers(text *t)
 {
 	char	   *s = text_to_cstring(t);
 
@@ -84,7 +84,7 @@ jcs_parse_numbers(text *t)
  * caller's context, sized for the input, and becomes the result as is.
  */
 static MemoryContext
-jcs_begin(JcsState *st, JcsNumbers numbers, bool hash, size_t size_hint)
+call_begin(JcsState *st, JcsNumbers numbers, bool hash, size_t size_hint)
 {
 	MemoryContext callcxt = CurrentMemoryContext;
 
@@ -99,7 +99,7 @@ jcs_begin(JcsState *st, JcsNumbers numbers, bool hash, size_t size_hint)
  * Finish a text mode call: the buffer becomes a text datum.
  */
 static text *
-jcs_finish_text(JcsState *st, MemoryContext callcxt)
+call_finish_text(JcsState *st, MemoryContext callcxt)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	text	   *result = (text *) st->sink.data;
@@ -114,7 +114,7 @@ jcs_finish_text(JcsState *st, MemoryContext callcxt)
  * Finish a hash mode call: 64 lowercase hex digits of the SHA-256 digest.
  */
 static text *
-jcs_finish_hash(JcsState *st, MemoryContext callcxt)
+call_finish_hash(JcsState *st, MemoryContext callcxt)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	char		hex[PG_SHA256_DIGEST_LENGTH * 2];
@@ -130,14 +130,14 @@ jcs_finish_hash(JcsState *st, MemoryContext callcxt)
  * that a hash used as a fingerprint is never silently missing.
  */
 static JcsNumbers
-jcs_numbers_arg(FunctionCallInfo fcinfo, int argno)
+numbers_arg(FunctionCallInfo fcinfo, int argno)
 {
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("numbers must not be null"),
 				 errhint("Use numbers => 'safe' (the default) or numbers => 'rfc'.")));
-	return jcs_parse_numbers(PG_GETARG_TEXT_PP(argno));
+	return parse_numbers(PG_GETARG_TEXT_PP(argno));
 }
 
 /*
@@ -146,68 +146,68 @@ jcs_numbers_arg(FunctionCallInfo fcinfo, int argno)
  * function of a missing value.
  */
 static Datum
-jcs_document(FunctionCallInfo fcinfo, bool is_json, bool hash)
+whole_document(FunctionCallInfo fcinfo, bool is_json, bool hash)
 {
 	JcsNumbers	numbers;
 	JcsState	st;
 	MemoryContext callcxt;
 
-	jcs_check_encoding();
-	numbers = jcs_numbers_arg(fcinfo, 1);
+	check_encoding();
+	numbers = numbers_arg(fcinfo, 1);
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	if (is_json)
 	{
 		text	   *json = PG_GETARG_TEXT_PP(0);
 
-		callcxt = jcs_begin(&st, numbers, hash, VARSIZE_ANY_EXHDR(json));
+		callcxt = call_begin(&st, numbers, hash, VARSIZE_ANY_EXHDR(json));
 		jcs_emit_json_text(&st, VARDATA_ANY(json), VARSIZE_ANY_EXHDR(json));
 	}
 	else
 	{
 		Jsonb	   *jb = PG_GETARG_JSONB_P(0);
 
-		callcxt = jcs_begin(&st, numbers, hash, VARSIZE(jb));
+		callcxt = call_begin(&st, numbers, hash, VARSIZE(jb));
 		jcs_emit_jsonb(&st, &jb->root);
 	}
 	if (hash)
-		PG_RETURN_TEXT_P(jcs_finish_hash(&st, callcxt));
-	PG_RETURN_TEXT_P(jcs_finish_text(&st, callcxt));
+		PG_RETURN_TEXT_P(call_finish_hash(&st, callcxt));
+	PG_RETURN_TEXT_P(call_finish_text(&st, callcxt));
 }
 
 /* idem_canonical(doc jsonb, numbers text) returns text */
 Datum
 idem_canonical_jsonb(PG_FUNCTION_ARGS)
 {
-	return jcs_document(fcinfo, false, false);
+	return whole_document(fcinfo, false, false);
 }
 
 /* idem_canonical(doc json, numbers text) returns text */
 Datum
 idem_canonical_json(PG_FUNCTION_ARGS)
 {
-	return jcs_document(fcinfo, true, false);
+	return whole_document(fcinfo, true, false);
 }
 
 /* idem_hash(doc jsonb, numbers text) returns text */
 Datum
 idem_hash_jsonb(PG_FUNCTION_ARGS)
 {
-	return jcs_document(fcinfo, false, true);
+	return whole_document(fcinfo, false, true);
 }
 
 /* idem_hash(doc json, numbers text) returns text */
 Datum
 idem_hash_json(PG_FUNCTION_ARGS)
 {
-	return jcs_document(fcinfo, true, true);
+	return whole_document(fcinfo, true, true);
 }
 
 /*
  * Name a jsonb value's type for messages.
  */
 static const char *
-jcs_jsonb_type_name(Jsonb *jb)
+jsonb_type_name(Jsonb *jb)
 {
 	JsonbValue	v;
 
@@ -235,7 +235,7 @@ jcs_jsonb_type_name(Jsonb *jb)
  * Raise the error for an identity field absent from the document.
  */
 static void
-jcs_field_missing(const char *spec, const char *detail)
+field_missing(const char *spec, const char *detail)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -250,7 +250,7 @@ jcs_field_missing(const char *spec, const char *detail)
  * RFC 6901 JSON Pointer when it starts with '/'.  Errors if it is absent.
  */
 static JsonbValue *
-jcs_resolve_field(Jsonb *jb, const char *spec)
+resolve_field(Jsonb *jb, const char *spec)
 {
 	JsonbValue	key;
 	JsonbValue *cur;
@@ -264,7 +264,7 @@ jcs_resolve_field(Jsonb *jb, const char *spec)
 		key.val.string.len = strlen(spec);
 		cur = findJsonbValueFromContainer(&jb->root, JB_FOBJECT, &key);
 		if (cur == NULL)
-			jcs_field_missing(spec, NULL);
+			field_missing(spec, NULL);
 		return cur;
 	}
 
@@ -302,8 +302,8 @@ jcs_resolve_field(Jsonb *jb, const char *spec)
 		}
 
 		if (cur->type != jbvBinary)
-			jcs_field_missing(spec, psprintf("The pointer goes through a scalar before \"%s\".",
-											 jcs_display(tok.data, tok.len)));
+			field_missing(spec, psprintf("The pointer goes through a scalar before \"%s\".",
+										 jcs_display(tok.data, tok.len)));
 		jc = cur->val.binary.data;
 		if (JsonContainerIsObject(jc))
 		{
@@ -312,8 +312,8 @@ jcs_resolve_field(Jsonb *jb, const char *spec)
 			key.val.string.len = tok.len;
 			cur = findJsonbValueFromContainer(unconstify(JsonbContainer *, jc), JB_FOBJECT, &key);
 			if (cur == NULL)
-				jcs_field_missing(spec, psprintf("There is no member \"%s\".",
-												 jcs_display(tok.data, tok.len)));
+				field_missing(spec, psprintf("There is no member \"%s\".",
+											 jcs_display(tok.data, tok.len)));
 		}
 		else
 		{
@@ -330,8 +330,8 @@ jcs_resolve_field(Jsonb *jb, const char *spec)
 					idx = idx * 10 + (tok.data[i] - '0');
 			}
 			if (!valid || idx >= JsonContainerSize(jc))
-				jcs_field_missing(spec, psprintf("The array has no element \"%s\".",
-												 jcs_display(tok.data, tok.len)));
+				field_missing(spec, psprintf("The array has no element \"%s\".",
+											 jcs_display(tok.data, tok.len)));
 			cur = getIthJsonbValueFromContainer((JsonbContainer *) jc, idx);
 		}
 	}
@@ -359,8 +359,8 @@ idem_hash_fields(PG_FUNCTION_ARGS)
 	JcsMember  *m;
 	JsonbValue **values;
 
-	jcs_check_encoding();
-	numbers = jcs_numbers_arg(fcinfo, 2);
+	check_encoding();
+	numbers = numbers_arg(fcinfo, 2);
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -378,10 +378,10 @@ idem_hash_fields(PG_FUNCTION_ARGS)
 	if (!JB_ROOT_IS_OBJECT(jb) || JB_ROOT_IS_SCALAR(jb))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("cannot take identity fields from %s", jcs_jsonb_type_name(jb)),
+				 errmsg("cannot take identity fields from %s", jsonb_type_name(jb)),
 				 errdetail("idem_hash(doc, fields) needs a JSON object.")));
 
-	callcxt = jcs_begin(&st, numbers, true, 0);
+	callcxt = call_begin(&st, numbers, true, 0);
 
 	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
 					  &elems, &nulls, &n);
@@ -407,7 +407,7 @@ idem_hash_fields(PG_FUNCTION_ARGS)
 		m[i].key = spec;
 		m[i].keylen = strlen(spec);
 		m[i].voff = i;
-		values[i] = jcs_resolve_field(jb, spec);
+		values[i] = resolve_field(jb, spec);
 	}
 
 	jcs_sort_members(m, n);
@@ -433,5 +433,5 @@ idem_hash_fields(PG_FUNCTION_ARGS)
 	}
 	jcs_putc(&st.sink, '}');
 
-	PG_RETURN_TEXT_P(jcs_finish_hash(&st, callcxt));
+	PG_RETURN_TEXT_P(call_finish_hash(&st, callcxt));
 }

@@ -54,7 +54,6 @@
 #include "storage/lmgr.h"
 
 #include "citus.h"
-#include "store_int.h"
 
 /* Node group ids share the token's low bits with no other node. */
 #define IG_CITUS_GROUP_BITS 10
@@ -65,7 +64,7 @@
  * pg_catalog.relname; found = false if the catalog or the row is absent.
  */
 static Datum
-ig_citus_catalog_first(const char *relname, Oid key, bool *found)
+citus_catalog_first(const char *relname, Oid key, bool *found)
 {
 	Oid			relid = get_relname_relid(relname, PG_CATALOG_NAMESPACE);
 	Relation	rel;
@@ -101,7 +100,7 @@ int32
 ig_citus_local_group(void)
 {
 	bool		found;
-	Datum		d = ig_citus_catalog_first("pg_dist_local_group", InvalidOid, &found);
+	Datum		d = citus_catalog_first("pg_dist_local_group", InvalidOid, &found);
 
 	return found ? DatumGetInt32(d) : 0;
 }
@@ -119,7 +118,7 @@ ig_citus_table(Oid relid, int32 *group)
 	*group = 0;
 	if (!OidIsValid(get_extension_oid("citus", true)))
 		return false;
-	(void) ig_citus_catalog_first("pg_dist_partition", relid, &found);
+	(void) citus_catalog_first("pg_dist_partition", relid, &found);
 	if (!found)
 		return false;
 	*group = ig_citus_local_group();
@@ -136,28 +135,29 @@ ig_citus_table(Oid relid, int32 *group)
 }
 
 /*
- * A new fencing token on this Citus node, larger than above (the token of
- * the row it replaces, or 0): seq * 1024 + group.  If another node's
+ * A new fencing token on this Citus node (group), from the token sequence
+ * seq_relid, larger than above (the token of the row it replaces, or 0):
+ * seq * 1024 + group.  If another node's
  * sequence ran ahead of this one's for this key, this node's sequence is
  * advanced past it first, so tokens only grow per key.
  */
 int64
-ig_citus_next_token(int64 above)
+ig_citus_next_token(Oid seq_relid, int32 group, int64 above)
 {
-	int64		seq = nextval_internal(ig_shape.token_seq, true);
+	int64		seq = nextval_internal(seq_relid, true);
 	int64		token;
 
 	if (seq > (PG_INT64_MAX >> IG_CITUS_GROUP_BITS) - 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
 				 errmsg("idem_gate.token_seq reached the largest token a Citus node can grant")));
-	token = (seq << IG_CITUS_GROUP_BITS) | ig_shape.citus_group;
+	token = (seq << IG_CITUS_GROUP_BITS) | group;
 	if (token <= above)
 	{
-		DirectFunctionCall2(setval_oid, ObjectIdGetDatum(ig_shape.token_seq),
+		DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seq_relid),
 							Int64GetDatum(above >> IG_CITUS_GROUP_BITS));
-		seq = nextval_internal(ig_shape.token_seq, true);
-		token = (seq << IG_CITUS_GROUP_BITS) | ig_shape.citus_group;
+		seq = nextval_internal(seq_relid, true);
+		token = (seq << IG_CITUS_GROUP_BITS) | group;
 	}
 	Assert(token > above);
 	return token;

@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * citus.h
- *	  idem_gate on Citus: what the janitor needs to clean the shards this
- *	  node holds and to raise its alerts on the coordinator (citus.c).
+ *	  What idem_gate reads of Citus, without linking to it: whether a table
+ *	  is a Citus table, the node's group, tokens unique across the nodes,
+ *	  the shards this node holds and the coordinator's notifications
+ *	  (citus.c).  src/README.md says what Citus changes, and where.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,9 +20,8 @@ typedef struct IgCitusShard
 	char	   *audit;			/* idem_gate.audit_<shardid>, or NULL */
 } IgCitusShard;
 
-extern bool ig_store_is_citus(void);
 extern bool ig_citus_table(Oid relid, int32 *group);
-extern int64 ig_citus_next_token(int64 above);
+extern int64 ig_citus_next_token(Oid seq_relid, int32 group, int64 above);
 extern List *ig_citus_local_shards(void);
 extern char *ig_citus_shard_sql(const char *sql, const IgCitusShard *shard);
 extern int32 ig_citus_local_group(void);

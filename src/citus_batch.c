@@ -43,9 +43,9 @@
 #include "utils/guc.h"
 #include "utils/tuplestore.h"
 
-#include "call.h"
-#include "citus.h"
+#include "acl.h"
 #include "citus_batch.h"
+#include "shape.h"
 
 #define IG_CITUS_XACT_GUC "citus.function_opens_transaction_block"
 
@@ -58,7 +58,7 @@ typedef struct IgShardElem
 
 /* Group order: by shard, then by position in the caller's array. */
 static int
-ig_shard_cmp(const void *a, const void *b)
+shard_cmp(const void *a, const void *b)
 {
 	const IgShardElem *x = a;
 	const IgShardElem *y = b;
@@ -76,14 +76,14 @@ ig_shard_cmp(const void *a, const void *b)
 bool
 ig_citus_batch_applies(void)
 {
-	return ig_store_is_citus() && !IsTransactionBlock() &&
+	return ig_shape_is_citus() && !IsTransactionBlock() &&
 		GetConfigOption(IG_CITUS_XACT_GUC, true, false) != NULL;
 }
 
 /* One-dimensional array of the chosen elements of a datum list. */
 static Datum
-ig_sub_array(Datum *elems, const IgShardElem *order, int from, int count,
-			 Oid type)
+sub_array(Datum *elems, const IgShardElem *order, int from, int count,
+		  Oid type)
 {
 	Datum	   *d = palloc(sizeof(Datum) * count);
 
@@ -104,8 +104,8 @@ ig_sub_array(Datum *elems, const IgShardElem *order, int from, int count,
  * grants each group's node checks.
  */
 void
-ig_citus_claim_many(FunctionCallInfo fcinfo, Datum *keys, Datum *fps, int n,
-					Oid caller)
+ig_citus_batch_claim(FunctionCallInfo fcinfo, Datum *keys, Datum *fps, int n,
+					 Oid caller)
 {
 	static const char *const group_sql =
 		"SELECT * FROM idem_gate.claim_many_group($1, $2, $3, $4, $5, $6, $7, $8)";
@@ -154,7 +154,7 @@ ig_citus_claim_many(FunctionCallInfo fcinfo, Datum *keys, Datum *fps, int n,
 													 SPI_tuptable->tupdesc,
 													 1, &isnull));
 	}
-	qsort(order, n, sizeof(IgShardElem), ig_shard_cmp);
+	qsort(order, n, sizeof(IgShardElem), shard_cmp);
 
 	/* the arguments every group shares */
 	for (int i = 1; i <= 4; i++)
@@ -170,11 +170,11 @@ ig_citus_claim_many(FunctionCallInfo fcinfo, Datum *keys, Datum *fps, int n,
 		for (to = from + 1; to < n && order[to].shard == order[from].shard; to++)
 			;
 		CHECK_FOR_INTERRUPTS();
-		args[0] = ig_sub_array(keys, order, from, to - from, TEXTOID);
+		args[0] = sub_array(keys, order, from, to - from, TEXTOID);
 		if (fps != NULL)
-			args[3] = ig_sub_array(fps, order, from, to - from, TEXTOID);
+			args[3] = sub_array(fps, order, from, to - from, TEXTOID);
 		args[5] = keys[order[from].idx];
-		args[6] = ig_sub_array(ords, order, from, to - from, INT4OID);
+		args[6] = sub_array(ords, order, from, to - from, INT4OID);
 		ret = SPI_execute_with_args(group_sql, 8, (Oid *) group_types, args,
 									nulls, false, 0);
 		if (ret != SPI_OK_SELECT || SPI_processed != (uint64) (to - from))
@@ -204,7 +204,7 @@ ig_citus_claim_many(FunctionCallInfo fcinfo, Datum *keys, Datum *fps, int n,
  * argno of claim_many_group): one per key, each 1 or more.
  */
 int *
-ig_citus_group_ords(FunctionCallInfo fcinfo, int argno, int n)
+ig_citus_batch_ords(FunctionCallInfo fcinfo, int argno, int n)
 {
 	ArrayType  *arr;
 	Datum	   *d;
@@ -252,7 +252,7 @@ ig_citus_group_ords(FunctionCallInfo fcinfo, int argno, int n)
  * AtEOXact_GUC(true, level).
  */
 int
-ig_citus_group_begin(FunctionCallInfo fcinfo, int argno, const char *workflow)
+ig_citus_batch_group_begin(FunctionCallInfo fcinfo, int argno, const char *workflow)
 {
 	int			level;
 

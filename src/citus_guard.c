@@ -43,10 +43,10 @@
 #include "utils/builtins.h"
 #include "utils/syscache.h"
 
-#include "citus.h"
 #include "citus_guard.h"
+#include "shape.h"
 
-static create_upper_paths_hook_type ig_prev_upper_paths_hook = NULL;
+static create_upper_paths_hook_type prev_upper_paths_hook = NULL;
 
 /*
  * The one function call of a statement Citus may delegate (see Citus's
@@ -54,7 +54,7 @@ static create_upper_paths_hook_type ig_prev_upper_paths_hook = NULL;
  * or that one function, and whose target list is that one call; or NULL.
  */
 static Node *
-ig_guard_candidate(Query *parse)
+guard_candidate(Query *parse)
 {
 	FromExpr   *jt = parse->jointree;
 	Node	   *from = NULL;
@@ -94,7 +94,7 @@ ig_guard_candidate(Query *parse)
  * argument, if funcid is one of the gate's functions; -1 if not.
  */
 static int
-ig_guard_dist_arg(Oid funcid)
+guard_dist_arg(Oid funcid)
 {
 	static const char *const keyed[] = {
 		"idem_claim", "idem_claim_ex", "idem_heartbeat", "idem_complete",
@@ -129,7 +129,7 @@ ig_guard_dist_arg(Oid funcid)
 
 /* Is argument argno of args a NULL constant, as Citus would read it? */
 static bool
-ig_guard_null_const(List *args, int argno)
+guard_null_const(List *args, int argno)
 {
 	Node	   *arg;
 
@@ -141,7 +141,7 @@ ig_guard_null_const(List *args, int argno)
 
 /* Would Citus hash a NULL distribution argument of this folded call? */
 static bool
-ig_guard_null_dist_arg(Node *expr)
+guard_null_dist_arg(Node *expr)
 {
 	FuncExpr   *f;
 	int			argno;
@@ -150,23 +150,23 @@ ig_guard_null_dist_arg(Node *expr)
 		return false;
 	f = (FuncExpr *) expr;
 	/* cheap first: only a call with a NULL first or sixth argument goes on */
-	if (!ig_guard_null_const(f->args, 0) && !ig_guard_null_const(f->args, 5))
+	if (!guard_null_const(f->args, 0) && !guard_null_const(f->args, 5))
 		return false;
-	argno = ig_guard_dist_arg(f->funcid);
-	return argno >= 0 && ig_guard_null_const(f->args, argno) &&
-		ig_store_is_citus();
+	argno = guard_dist_arg(f->funcid);
+	return argno >= 0 && guard_null_const(f->args, argno) &&
+		ig_shape_is_citus();
 }
 
 static void
-ig_guard_upper_paths(PlannerInfo *root, UpperRelationKind stage,
-					 RelOptInfo *input_rel, RelOptInfo *output_rel, void *extra)
+guard_upper_paths(PlannerInfo *root, UpperRelationKind stage,
+				  RelOptInfo *input_rel, RelOptInfo *output_rel, void *extra)
 {
-	if (ig_prev_upper_paths_hook)
-		ig_prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
+	if (prev_upper_paths_hook)
+		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
 
 	/* the statement's top query: the tree Citus reads after standard_planner */
 	if (stage == UPPERREL_FINAL && root->parent_root == NULL &&
-		ig_guard_null_dist_arg(ig_guard_candidate(root->parse)))
+		guard_null_dist_arg(guard_candidate(root->parse)))
 		root->parse->jointree->quals = (Node *) makeBoolConst(true, false);
 }
 
@@ -174,6 +174,6 @@ ig_guard_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 void
 ig_citus_guard_install(void)
 {
-	ig_prev_upper_paths_hook = create_upper_paths_hook;
-	create_upper_paths_hook = ig_guard_upper_paths;
+	prev_upper_paths_hook = create_upper_paths_hook;
+	create_upper_paths_hook = guard_upper_paths;
 }

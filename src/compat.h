@@ -31,6 +31,23 @@
 #endif
 
 /*
+ * The library's magic block.  From 18 it also names the module and its
+ * version (IG_VERSION, the control file's default_version, passed by the
+ * Makefile), which pg_get_loaded_modules() shows to a DBA.
+ */
+#if PG_VERSION_NUM >= 180000
+#define IG_MODULE_MAGIC \
+	PG_MODULE_MAGIC_EXT(.name = "idem_gate", .version = IG_VERSION)
+#else
+#define IG_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
+/* fmgr.h declares the module's entry point from 16 on */
+#if PG_VERSION_NUM < 160000
+extern void _PG_init(void);
+#endif
+
+/*
  * The OID of rel's primary key index, InvalidOid if it has none.  18 asks
  * whether a deferrable key will do; the claim store needs an immediate
  * one, as ON CONFLICT does, and the table it reads has one.

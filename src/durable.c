@@ -59,7 +59,6 @@
 #include "utils/guc.h"
 #include "utils/wait_event.h"
 
-#include "idem_gate.h"
 #include "durable.h"
 
 /* Slots of key hashes; a power of two. */
@@ -78,32 +77,32 @@ typedef struct IgDurableShared
 	pg_atomic_uint32 committing[IG_DURABLE_SLOTS];
 } IgDurableShared;
 
-static IgDurableShared *ig_durable = NULL;
+static IgDurableShared *shared = NULL;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /* The slots the current transaction wrote keys of. */
-static uint64 ig_written[IG_DURABLE_SLOTS / 64];
-static bool ig_wrote = false;
-static bool ig_committing = false;	/* its slots' counts were raised */
-static bool ig_callback = false;
+static uint64 written[IG_DURABLE_SLOTS / 64];
+static bool wrote_any = false;
+static bool slots_raised = false;	/* its slots' counts were raised */
+static bool callback_registered = false;
 
-static void ig_durable_shmem_request(void);
-static void ig_durable_shmem_startup(void);
+static void durable_shmem_request(void);
+static void durable_shmem_startup(void);
 
 /* Called from _PG_init while preloading: ask for the slots. */
 void
 ig_durable_request_shmem(void)
 {
 	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = ig_durable_shmem_request;
+	shmem_request_hook = durable_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = ig_durable_shmem_startup;
+	shmem_startup_hook = durable_shmem_startup;
 }
 
 static void
-ig_durable_shmem_request(void)
+durable_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
@@ -112,7 +111,7 @@ ig_durable_shmem_request(void)
 
 /* Attach to the slots, or create them: all empty, no floor yet. */
 static void
-ig_durable_shmem_startup(void)
+durable_shmem_startup(void)
 {
 	bool		found;
 
@@ -120,15 +119,15 @@ ig_durable_shmem_startup(void)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	ig_durable = ShmemInitStruct("idem_gate durable answers",
-								 sizeof(IgDurableShared), &found);
+	shared = ShmemInitStruct("idem_gate durable answers",
+							 sizeof(IgDurableShared), &found);
 	if (!found)
 	{
-		pg_atomic_init_u64(&ig_durable->floor, 0);
+		pg_atomic_init_u64(&shared->floor, 0);
 		for (int i = 0; i < IG_DURABLE_SLOTS; i++)
 		{
-			pg_atomic_init_u64(&ig_durable->lsn[i], 0);
-			pg_atomic_init_u32(&ig_durable->committing[i], 0);
+			pg_atomic_init_u64(&shared->lsn[i], 0);
+			pg_atomic_init_u32(&shared->committing[i], 0);
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -140,7 +139,7 @@ ig_durable_shmem_startup(void)
  * setting says: either is enough.  Never on a standby.
  */
 static bool
-ig_sync_standbys_defined(void)
+sync_standbys_defined(void)
 {
 	if (WalSndCtl == NULL || max_wal_senders == 0 || RecoveryInProgress())
 		return false;
@@ -151,7 +150,7 @@ ig_sync_standbys_defined(void)
 
 /* The slot of a key. */
 static int
-ig_slot(const char *workflow, const char *key)
+slot_of(const char *workflow, const char *key)
 {
 	uint32		h = hash_bytes((const unsigned char *) workflow, strlen(workflow));
 
@@ -161,20 +160,20 @@ ig_slot(const char *workflow, const char *key)
 
 /* Raise (delta 1) or lower (-1) the committing count of the written slots. */
 static void
-ig_slots_committing(int delta)
+slots_committing(int delta)
 {
-	for (int w = 0; w < lengthof(ig_written); w++)
+	for (int w = 0; w < lengthof(written); w++)
 	{
-		uint64		bits = ig_written[w];
+		uint64		bits = written[w];
 
 		while (bits != 0)
 		{
 			int			b = pg_rightmost_one_pos64(bits);
 
 			if (delta > 0)
-				pg_atomic_fetch_add_u32(&ig_durable->committing[w * 64 + b], 1);
+				pg_atomic_fetch_add_u32(&shared->committing[w * 64 + b], 1);
 			else
-				pg_atomic_fetch_sub_u32(&ig_durable->committing[w * 64 + b], 1);
+				pg_atomic_fetch_sub_u32(&shared->committing[w * 64 + b], 1);
 			bits &= bits - 1;
 		}
 	}
@@ -182,15 +181,15 @@ ig_slots_committing(int delta)
 
 /* Set the written slots' LSN to at least lsn. */
 static void
-ig_slots_advance(uint64 lsn)
+slots_advance(uint64 lsn)
 {
-	for (int w = 0; w < lengthof(ig_written); w++)
+	for (int w = 0; w < lengthof(written); w++)
 	{
-		uint64		bits = ig_written[w];
+		uint64		bits = written[w];
 
 		while (bits != 0)
 		{
-			pg_atomic_uint64 *slot = &ig_durable->lsn[w * 64 + pg_rightmost_one_pos64(bits)];
+			pg_atomic_uint64 *slot = &shared->lsn[w * 64 + pg_rightmost_one_pos64(bits)];
 			uint64		cur = pg_atomic_read_u64(slot);
 
 			while (cur < lsn && !pg_atomic_compare_exchange_u64(slot, &cur, lsn))
@@ -209,45 +208,45 @@ ig_slots_advance(uint64 lsn)
  * unknown LSN, and answers from them wait for the end of WAL.
  */
 static void
-ig_durable_xact_cb(XactEvent event, void *arg)
+durable_xact_cb(XactEvent event, void *arg)
 {
-	if (!ig_wrote)
+	if (!wrote_any)
 		return;
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
 			if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH &&
-				ig_sync_standbys_defined())
+				sync_standbys_defined())
 				(void) set_config_option("synchronous_commit", "on",
 										 PGC_USERSET, PGC_S_SESSION,
 										 GUC_ACTION_LOCAL, true, 0, false);
-			if (ig_durable != NULL)
+			if (shared != NULL)
 			{
-				ig_slots_committing(1);
-				ig_committing = true;
+				slots_committing(1);
+				slots_raised = true;
 			}
 			return;
 		case XACT_EVENT_PRE_PREPARE:
-			if (ig_durable != NULL)
-				ig_slots_advance(IG_LSN_UNKNOWN);
+			if (shared != NULL)
+				slots_advance(IG_LSN_UNKNOWN);
 			break;
 		case XACT_EVENT_COMMIT:
-			if (ig_committing)
+			if (slots_raised)
 			{
-				ig_slots_advance(XactLastCommitEnd);
+				slots_advance(XactLastCommitEnd);
 				pg_write_barrier();
 			}
 			/* FALLTHROUGH */
 		case XACT_EVENT_ABORT:
-			if (ig_committing)
-				ig_slots_committing(-1);
+			if (slots_raised)
+				slots_committing(-1);
 			break;
 		default:
 			return;
 	}
-	memset(ig_written, 0, sizeof(ig_written));
-	ig_wrote = false;
-	ig_committing = false;
+	memset(written, 0, sizeof(written));
+	wrote_any = false;
+	slots_raised = false;
 }
 
 /*
@@ -257,15 +256,15 @@ ig_durable_xact_cb(XactEvent event, void *arg)
 void
 ig_durable_wrote(const char *workflow, const char *key)
 {
-	int			slot = ig_slot(workflow, key);
+	int			slot = slot_of(workflow, key);
 
-	if (!ig_callback)
+	if (!callback_registered)
 	{
-		RegisterXactCallback(ig_durable_xact_cb, NULL);
-		ig_callback = true;
+		RegisterXactCallback(durable_xact_cb, NULL);
+		callback_registered = true;
 	}
-	ig_written[slot / 64] |= UINT64CONST(1) << (slot % 64);
-	ig_wrote = true;
+	written[slot / 64] |= UINT64CONST(1) << (slot % 64);
+	wrote_any = true;
 }
 
 /*
@@ -281,25 +280,25 @@ ig_durable_lsn(const char *workflow, const char *key)
 	uint64		floor;
 	uint64		lsn;
 
-	if (!ig_sync_standbys_defined())
+	if (!sync_standbys_defined())
 		return InvalidXLogRecPtr;
-	if (ig_durable == NULL)
+	if (shared == NULL)
 		return GetXLogInsertRecPtr();
 
-	floor = pg_atomic_read_u64(&ig_durable->floor);
+	floor = pg_atomic_read_u64(&shared->floor);
 	if (floor == 0)
 	{
 		uint64		now = GetXLogInsertRecPtr();
 
-		(void) pg_atomic_compare_exchange_u64(&ig_durable->floor, &floor, now);
-		floor = pg_atomic_read_u64(&ig_durable->floor);
+		(void) pg_atomic_compare_exchange_u64(&shared->floor, &floor, now);
+		floor = pg_atomic_read_u64(&shared->floor);
 	}
-	slot = ig_slot(workflow, key);
+	slot = slot_of(workflow, key);
 	pg_memory_barrier();
-	if (pg_atomic_read_u32(&ig_durable->committing[slot]) > 0)
+	if (pg_atomic_read_u32(&shared->committing[slot]) > 0)
 		return GetXLogInsertRecPtr();
 	pg_read_barrier();
-	lsn = pg_atomic_read_u64(&ig_durable->lsn[slot]);
+	lsn = pg_atomic_read_u64(&shared->lsn[slot]);
 	if (lsn == IG_LSN_UNKNOWN)
 		return GetXLogInsertRecPtr();
 	return Max(lsn, floor);
@@ -328,7 +327,7 @@ ig_durable_wait(XLogRecPtr lsn)
 
 		pg_read_barrier();
 		confirmed = ((volatile WalSndCtlData *) WalSndCtl)->lsn[mode];
-		if (confirmed >= lsn || !ig_sync_standbys_defined())
+		if (confirmed >= lsn || !sync_standbys_defined())
 			return;
 		CHECK_FOR_INTERRUPTS();
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

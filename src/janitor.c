@@ -30,11 +30,10 @@
 
 #include <limits.h>
 
+#include "access/htup_details.h"
 #include "access/twophase.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_type.h"
-#include "executor/spi.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -44,44 +43,68 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "idem_gate.h"
-#include "audit.h"
+#include "alert.h"
 #include "call.h"
 #include "citus.h"
 #include "compat.h"
+#include "durable.h"
 #include "janitor.h"
-#include "janitor_int.h"
+#include "janitor_sql.h"
 #include "shape.h"
 #include "stats.h"
 #include "store.h"
 
-/* Settings, in seconds where they are times */
-int			idem_retention = 30 * SECS_PER_DAY;
-int			idem_failed_retention = 7 * SECS_PER_DAY;
-int			idem_receipt_retention = 0; /* 0: as long as the row */
-int			idem_audit_retention = 400 * SECS_PER_DAY;
-int			idem_stuck_after = 15 * SECS_PER_MINUTE;
-int			idem_stuck_action = IDEM_STUCK_ALERT;
-int			idem_batch_size = 1000;
-int			idem_batch_delay = 5;
+/* Examples named in the pass's WARNING line. */
+#define ALERT_EXAMPLES	3
 
-static const struct config_enum_entry ig_stuck_action_options[] = {
-	{"alert", IDEM_STUCK_ALERT, false},
-	{"review", IDEM_STUCK_REVIEW, false},
+/* What idem_gate.stuck_action says to do with a stuck claim. */
+typedef enum StuckAction
+{
+	STUCK_ALERT,
+	STUCK_REVIEW
+} StuckAction;
+
+/* A pass in progress. */
+typedef struct Pass
+{
+	IgJanitorDb db;				/* where its statements run */
+	IgJanitorCounts *counts;
+	int64		receipts_cleared;
+	IgPolicy   *policies;
+	int			npolicies;
+	List	   *watermarks;		/* receipts cleared, per workflow */
+	char	   *examples[ALERT_EXAMPLES];
+	uint64		calls;			/* gate calls seen at the last batch */
+	int			limit;			/* rows per batch now */
+	bool		forward_alerts; /* a Citus worker: alerts go to the coordinator */
+} Pass;
+
+/* Settings, in seconds where they are times */
+static int	retention = 30 * SECS_PER_DAY;
+static int	failed_retention = 7 * SECS_PER_DAY;
+static int	receipt_retention = 0;	/* 0: as long as the row */
+static int	audit_retention = 400 * SECS_PER_DAY;
+static int	stuck_after = 15 * SECS_PER_MINUTE;
+static int	stuck_action = STUCK_ALERT;
+static int	batch_size = 1000;
+static int	batch_delay = 5;
+
+static const struct config_enum_entry stuck_action_options[] = {
+	{"alert", STUCK_ALERT, false},
+	{"review", STUCK_REVIEW, false},
 	{NULL, 0, false}
 };
 
 /* A receipt retention must be shorter than the retention of its rows. */
 static bool
-ig_check_receipt_retention(int *newval, void **extra, GucSource source)
+check_receipt_retention(int *newval, void **extra, GucSource source)
 {
-	if (*newval != 0 && *newval >= idem_retention)
+	if (*newval != 0 && *newval >= retention)
 	{
 		GUC_check_errdetail("idem_gate.receipt_retention (%d s) must be shorter than idem_gate.retention (%d s): a receipt never outlives its row.",
-							*newval, idem_retention);
+							*newval, retention);
 		return false;
 	}
 	return true;
@@ -89,12 +112,12 @@ ig_check_receipt_retention(int *newval, void **extra, GucSource source)
 
 /* The retention must stay longer than the receipt retention. */
 static bool
-ig_check_retention(int *newval, void **extra, GucSource source)
+check_retention(int *newval, void **extra, GucSource source)
 {
-	if (idem_receipt_retention != 0 && *newval <= idem_receipt_retention)
+	if (receipt_retention != 0 && *newval <= receipt_retention)
 	{
 		GUC_check_errdetail("idem_gate.retention (%d s) must be longer than idem_gate.receipt_retention (%d s).",
-							*newval, idem_receipt_retention);
+							*newval, receipt_retention);
 		return false;
 	}
 	return true;
@@ -107,61 +130,61 @@ ig_check_retention(int *newval, void **extra, GucSource source)
  * of fixed length.
  */
 void
-idem_janitor_define_settings(void)
+ig_janitor_init(void)
 {
 	DefineCustomIntVariable("idem_gate.retention",
 							"How long completed claims are kept.",
 							"Keep keys longer than any sender retries: Stripe retries for 3 days.",
-							&idem_retention,
+							&retention,
 							30 * SECS_PER_DAY, 1, INT_MAX,
 							PGC_SUSET, GUC_UNIT_S,
-							ig_check_retention, NULL, NULL);
+							check_retention, NULL, NULL);
 	DefineCustomIntVariable("idem_gate.failed_retention",
 							"How long failed_retryable claims are kept.",
 							NULL,
-							&idem_failed_retention,
+							&failed_retention,
 							7 * SECS_PER_DAY, 1, INT_MAX,
 							PGC_SUSET, GUC_UNIT_S,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("idem_gate.stuck_after",
 							"Age after which a claim still processing raises an alert.",
 							"Measured from the claim's last heartbeat (updated_at).",
-							&idem_stuck_after,
+							&stuck_after,
 							15 * SECS_PER_MINUTE, 1, INT_MAX,
 							PGC_SUSET, GUC_UNIT_S,
 							NULL, NULL, NULL);
 	DefineCustomEnumVariable("idem_gate.stuck_action",
 							 "What the janitor does with a stuck claim: alert, or alert and move it to needs_review.",
 							 NULL,
-							 &idem_stuck_action,
-							 IDEM_STUCK_ALERT, ig_stuck_action_options,
+							 &stuck_action,
+							 STUCK_ALERT, stuck_action_options,
 							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("idem_gate.batch_size",
 							"Rows the janitor handles per transaction.",
 							NULL,
-							&idem_batch_size,
+							&batch_size,
 							1000, 1, 1000000,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("idem_gate.batch_delay",
 							"Pause of the background worker after each batch of a pass while the gate is in use.",
 							"While claims are being made the worker works in batches of a tenth of idem_gate.batch_size and pauses this long after each, so that claims keep their latency; with no claims it does not pause. 0 never pauses.",
-							&idem_batch_delay,
+							&batch_delay,
 							5, 0, 10000,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("idem_gate.receipt_retention",
 							"How long completed claims keep their receipt; 0 keeps it as long as the row.",
 							"Receipts may hold personal data: the janitor clears them after this, and keeps the key until idem_gate.retention, so a late redelivery is still answered completed. Must be shorter than idem_gate.retention.",
-							&idem_receipt_retention,
+							&receipt_retention,
 							0, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_S,
-							ig_check_receipt_retention, NULL, NULL);
+							check_receipt_retention, NULL, NULL);
 	DefineCustomIntVariable("idem_gate.audit_retention",
 							"How long the janitor keeps the rows of idem_gate.audit.",
 							NULL,
-							&idem_audit_retention,
+							&audit_retention,
 							400 * SECS_PER_DAY, 1, INT_MAX,
 							PGC_SUSET, GUC_UNIT_S,
 							NULL, NULL, NULL);
@@ -169,69 +192,31 @@ idem_janitor_define_settings(void)
 
 
 /* while the gate is in use, batches are this many times smaller */
-#define IG_BUSY_BATCH_DIVISOR	10
+#define BUSY_BATCH_DIVISOR	10
 
 /* The counter of each step's rows. */
-static const IgStat ig_step_stats[IG_NUM_STEPS] = {
+static const IgStat step_stats[IG_NUM_STEPS] = {
 	IG_STAT_DELETED_COMPLETED, IG_STAT_DELETED_FAILED, IG_STAT_RECEIPTS_CLEARED,
 	IG_STAT_ALERTS, IG_STAT_RECEIPTS_CLEARED, IG_STAT_RECEIPTS_CLEARED,
 	IG_STAT_RECEIPTS_CLEARED
 };
 
 /* Each step's setting, in seconds, for workflows without a policy. */
-static const int *const ig_step_settings[IG_NUM_STEPS] = {
-	&idem_retention, &idem_failed_retention, &idem_receipt_retention,
-	&idem_stuck_after, &idem_receipt_retention, &idem_receipt_retention,
-	&idem_receipt_retention
+static const int *const step_settings[IG_NUM_STEPS] = {
+	&retention, &failed_retention, &receipt_retention,
+	&stuck_after, &receipt_retention, &receipt_retention,
+	&receipt_retention
 };
 
 /* Load the policies (and, on 1.1, the receipt watermarks) for a pass. */
 static void
-ig_load_policies(IgPass *pass)
+load_policies(Pass *pass)
 {
-	ig_unit_begin(pass);
-	ig_jexec(pass, IG_JPLAN_POLICIES, NULL, NULL);
-	{
-		MemoryContext old = MemoryContextSwitchTo(pass->cxt);
-
-		pass->npolicies = SPI_processed;
-		pass->policies = palloc0(sizeof(IgPolicy) * Max(pass->npolicies, 1));
-		for (int i = 0; i < pass->npolicies; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			IgPolicy   *p = &pass->policies[i];
-
-			p->workflow = SPI_getvalue(tup, SPI_tuptable->tupdesc, 1);
-			p->secs[IG_STEP_DELETE_COMPLETED] = ig_jfloat(tup, 2);
-			p->secs[IG_STEP_DELETE_FAILED] = ig_jfloat(tup, 3);
-			p->secs[IG_STEP_CLEAR_RECEIPTS] = ig_jfloat(tup, 4);
-			p->secs[IG_STEP_STUCK] = ig_jfloat(tup, 5);
-			p->secs[IG_STEP_CLEAR_PAYLOADS_PROCESSING] = ig_jfloat(tup, 4);
-			p->secs[IG_STEP_CLEAR_PAYLOADS_FAILED] = ig_jfloat(tup, 4);
-			p->secs[IG_STEP_CLEAR_PAYLOADS_REVIEW] = ig_jfloat(tup, 4);
-		}
-		MemoryContextSwitchTo(old);
-	}
-	if (pass->v11 &&
-		SPI_execute("SELECT w.workflow, w.receipts_cleared_until"
-					" FROM ONLY idem_gate.janitor_watermarks w", true, 0) == SPI_OK_SELECT)
-	{
-		MemoryContext old = MemoryContextSwitchTo(pass->cxt);
-
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			IgWatermark *w = palloc0(sizeof(IgWatermark));
-			bool		isnull;
-
-			w->workflow = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-			w->upto = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i],
-														SPI_tuptable->tupdesc, 2,
-														&isnull));
-			pass->watermarks = lappend(pass->watermarks, w);
-		}
-		MemoryContextSwitchTo(old);
-	}
-	ig_unit_end(pass);
+	ig_janitor_sql_begin(&pass->db);
+	pass->npolicies = ig_janitor_sql_policies(&pass->db, &pass->policies);
+	if (pass->db.v11)
+		pass->watermarks = ig_janitor_sql_watermarks(&pass->db);
+	ig_janitor_sql_end(&pass->db);
 }
 
 /*
@@ -239,26 +224,26 @@ ig_load_policies(IgPass *pass)
  * policy's, else the setting's; 0 means the step does nothing there.
  */
 static int64
-ig_step_usecs(IgPass *pass, IgStep step, const char *workflow)
+step_usecs(Pass *pass, IgStep step, const char *workflow)
 {
 	double		secs = -1;
-	double		retention = -1;
+	double		row_retention = -1;
 
 	for (int i = 0; i < pass->npolicies; i++)
 		if (strcmp(pass->policies[i].workflow, workflow) == 0)
 		{
 			secs = pass->policies[i].secs[step];
-			retention = pass->policies[i].secs[IG_STEP_DELETE_COMPLETED];
+			row_retention = pass->policies[i].secs[IG_STEP_DELETE_COMPLETED];
 			break;
 		}
 	if (secs < 0)
-		secs = *ig_step_settings[step];
+		secs = *step_settings[step];
 	if (step == IG_STEP_CLEAR_RECEIPTS && secs > 0)
 	{
 		/* a receipt never outlives its row: keep within the retention */
-		if (retention < 0)
-			retention = idem_retention;
-		if (secs >= retention)
+		if (row_retention < 0)
+			row_retention = retention;
+		if (secs >= row_retention)
 			secs = 0;
 	}
 	return (int64) (secs * USECS_PER_SEC);
@@ -266,11 +251,11 @@ ig_step_usecs(IgPass *pass, IgStep step, const char *workflow)
 
 /* Where the receipts of a workflow were cleared up to, or DT_NOBEGIN. */
 static TimestampTz
-ig_watermark(IgPass *pass, const char *workflow)
+watermark(Pass *pass, const char *workflow)
 {
 	ListCell   *lc;
 
-	if (pass->shard != NULL)
+	if (pass->db.shard != NULL)
 		return DT_NOBEGIN;		/* on Citus: one watermark per node, not per shard */
 	foreach(lc, pass->watermarks)
 	{
@@ -284,71 +269,76 @@ ig_watermark(IgPass *pass, const char *workflow)
 
 
 /*
+ * Raise the alerts of one stuck batch: a NOTIFY per claim, raised on the
+ * coordinator too from a Citus worker, and the examples of the WARNING
+ * line.  With stuck_action = 'review' the claim entered the inbox as
+ * needs_review, otherwise as stuck.
+ */
+static void
+raise_alerts(Pass *pass, const IgBatchResult *batch, bool review)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	List	   *forward = NIL;
+
+	for (uint64 i = 0; i < batch->count; i++)
+	{
+		const IgStuckClaim *c = &batch->stuck[i];
+		int64		k = pass->counts->alerts + i;
+		char	   *payload;
+
+		payload = ig_alert_announce(c->workflow, review ? "needs_review" : "stuck", now);
+		if (review)
+			ig_durable_wrote(c->workflow, c->key);
+		if (pass->forward_alerts)
+			forward = lappend(forward, payload);
+		if (k < ALERT_EXAMPLES)
+		{
+			MemoryContext old = MemoryContextSwitchTo(pass->db.cxt);
+
+			pass->examples[k] = psprintf("workflow \"%s\" key \"%s\" stuck for %s",
+										 ig_alert_log_display(c->workflow),
+										 ig_alert_log_display(c->key), c->age);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	if (forward != NIL)
+		ig_citus_notify_coordinator(forward);
+}
+
+/*
  * Run one batch of step over workflow's rows after *cursor and before
  * cutoff, and return the rows it touched; *cursor moves to the last of
  * them in (updated_at, token) order.
  */
 static uint64
-ig_batch(IgPass *pass, IgStep step, const char *workflow,
-		 IgCursor *cursor, TimestampTz cutoff, TimestampTz now)
+run_batch(Pass *pass, IgStep step, const char *workflow,
+		  IgCursor *cursor, TimestampTz cutoff, TimestampTz now)
 {
-	bool		review = (idem_stuck_action == IDEM_STUCK_REVIEW);
-	Datum		values[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	int			setting = *ig_step_settings[step];
-	uint64		n;
-	bool		isnull;
-	HeapTuple	last = NULL;
-	int			at_col = 2;
-	int			token_col = 3;
+	bool		review = (stuck_action == STUCK_REVIEW);
+	IgBatchArgs args;
+	IgBatchResult res;
 
-	values[0] = CStringGetTextDatum(workflow);
-	values[1] = TimestampTzGetDatum(cursor->at);
-	values[2] = TimestampTzGetDatum(cutoff);
-	values[3] = Int32GetDatum(pass->limit);
-	values[4] = TimestampTzGetDatum(now);
-	values[5] = BoolGetDatum(review);
-	values[6] = Int64GetDatum(cursor->token);
-	/* a receipt retention of 0 keeps receipts: no cutoff without a policy */
-	values[7] = Float8GetDatum((double) setting);
-	nulls[7] = (setting == 0) ? 'n' : ' ';
+	args.workflow = workflow;
+	args.after = *cursor;
+	args.cutoff = cutoff;
+	args.limit = pass->limit;
+	args.now = now;
+	args.review = review;
+	args.setting = *step_settings[step];
 
-	ig_unit_begin(pass);
-	ig_jexec(pass, IG_JPLAN_BATCH + step, values, nulls);
+	ig_janitor_sql_begin(&pass->db);
+	ig_janitor_sql_batch(&pass->db, step, &args, &res);
+	if (res.count > 0)
+		*cursor = res.last;
 	if (step == IG_STEP_STUCK)
-	{
-		/* the alerted rows, in (updated_at, token) order */
-		n = SPI_processed;
-		if (n > 0)
-			last = SPI_tuptable->vals[n - 1];
-		at_col = 7;
-		token_col = 3;
-		ig_alert_rows(pass, review);
-	}
-	else
-	{
-		/* one row: count(*) and the last row's updated_at and token */
-		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 1, &isnull));
-		if (n > 0)
-			last = SPI_tuptable->vals[0];
-	}
-	if (last != NULL)
-	{
-		cursor->at = DatumGetTimestampTz(SPI_getbinval(last, SPI_tuptable->tupdesc,
-													   at_col, &isnull));
-		cursor->token = DatumGetInt64(SPI_getbinval(last, SPI_tuptable->tupdesc,
-													token_col, &isnull));
-	}
-	if (step == IG_STEP_STUCK)
-		ig_alert_forward(pass);
-	ig_unit_end(pass);
+		raise_alerts(pass, &res, review);
+	ig_janitor_sql_end(&pass->db);
 
 	/* counted as each batch commits, so the counters follow the rows */
-	idem_stats_add(ig_step_stats[step], n);
+	ig_stats_add(step_stats[step], res.count);
 	if (step == IG_STEP_STUCK && review)
-		idem_stats_add(IG_STAT_ESCALATIONS, n);
-	return n;
+		ig_stats_add(IG_STAT_ESCALATIONS, res.count);
+	return res.count;
 }
 
 /*
@@ -362,62 +352,51 @@ ig_batch(IgPass *pass, IgStep step, const char *workflow,
  * pauses.
  */
 static void
-ig_yield(IgPass *pass)
+yield(Pass *pass)
 {
 	uint64		calls_now;
 
-	if (!pass->own_transactions || idem_batch_delay == 0)
+	if (!pass->db.own_transactions || batch_delay == 0)
 		return;
-	calls_now = idem_stats_gate_calls();
+	calls_now = ig_stats_gate_calls();
 	if (calls_now == pass->calls)
 	{
-		pass->limit = idem_batch_size;
+		pass->limit = batch_size;
 		return;
 	}
 	pass->calls = calls_now;
-	pass->limit = Max(1, idem_batch_size / IG_BUSY_BATCH_DIVISOR);
+	pass->limit = Max(1, batch_size / BUSY_BATCH_DIVISOR);
 	/* SIGTERM still ends the wait at once */
 	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 idem_batch_delay, PG_WAIT_EXTENSION);
+					 batch_delay, PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
 }
 
 /* The next workflow after prev with rows in step's state, or NULL. */
 static char *
-ig_next_workflow(IgPass *pass, IgStep step, const char *prev)
+next_workflow(Pass *pass, IgStep step, const char *prev)
 {
-	Datum		value = CStringGetTextDatum(prev);
-	char	   *wf = NULL;
+	char	   *wf;
 
-	ig_unit_begin(pass);
-	ig_jexec(pass, IG_JPLAN_NEXT_WF + step, &value, NULL);
-	if (SPI_processed == 1)
-	{
-		MemoryContext old = MemoryContextSwitchTo(pass->cxt);
-
-		wf = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		MemoryContextSwitchTo(old);
-	}
-	ig_unit_end(pass);
+	ig_janitor_sql_begin(&pass->db);
+	wf = ig_janitor_sql_next_workflow(&pass->db, step, prev);
+	ig_janitor_sql_end(&pass->db);
 	return wf;
 }
 
 /*
  * Remember that the receipts of workflow are cleared up to upto, so the
- * next pass starts there and does not walk rows it already cleared.
+ * next pass starts there and does not walk rows it already cleared.  On
+ * Citus a shard has no watermark of its own.
  */
 static void
-ig_save_watermark(IgPass *pass, const char *workflow, TimestampTz upto)
+save_watermark(Pass *pass, const char *workflow, TimestampTz upto)
 {
-	Datum		values[2];
-
-	if (pass->shard != NULL)
+	if (pass->db.shard != NULL)
 		return;
-	values[0] = CStringGetTextDatum(workflow);
-	values[1] = TimestampTzGetDatum(upto);
-	ig_unit_begin(pass);
-	ig_jexec(pass, IG_JPLAN_WATERMARK, values, NULL);
-	ig_unit_end(pass);
+	ig_janitor_sql_begin(&pass->db);
+	ig_janitor_sql_save_watermark(&pass->db, workflow, upto);
+	ig_janitor_sql_end(&pass->db);
 }
 
 /*
@@ -434,20 +413,15 @@ ig_save_watermark(IgPass *pass, const char *workflow, TimestampTz upto)
  * (idem_gate.janitor_run() under REPEATABLE READ).
  */
 static bool
-ig_receipts_horizon(IgPass *pass, TimestampTz *horizon)
+receipts_horizon(Pass *pass, TimestampTz *horizon)
 {
 	bool		known = !IsolationUsesXactSnapshot();
 	int			n;
 
 	*horizon = DT_NOEND;
-	ig_unit_begin(pass);
+	ig_janitor_sql_begin(&pass->db);
 	if (known && max_prepared_xacts > 0)
-	{
-		if (SPI_execute("SELECT 1 FROM pg_catalog.pg_prepared_xacts LIMIT 1",
-						true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read pg_prepared_xacts");
-		known = (SPI_processed == 0);
-	}
+		known = !ig_janitor_sql_prepared_xacts(&pass->db);
 	pgstat_clear_backend_activity_snapshot();
 	n = pgstat_fetch_stat_numbackends();
 	for (int i = 1; i <= n && known; i++)
@@ -465,7 +439,7 @@ ig_receipts_horizon(IgPass *pass, TimestampTz *horizon)
 	}
 	if (!pgstat_track_activities)
 		known = false;
-	ig_unit_end(pass);
+	ig_janitor_sql_end(&pass->db);
 	return known;
 }
 
@@ -474,7 +448,7 @@ ig_receipts_horizon(IgPass *pass, TimestampTz *horizon)
  * it touched.
  */
 static uint64
-ig_step(IgPass *pass, IgStep step)
+run_step(Pass *pass, IgStep step)
 {
 	uint64		total = 0;
 	char	   *wf = pstrdup("");
@@ -482,10 +456,10 @@ ig_step(IgPass *pass, IgStep step)
 	bool		horizon_known = false;
 
 	if (step == IG_STEP_CLEAR_RECEIPTS)
-		horizon_known = ig_receipts_horizon(pass, &horizon);
-	while ((wf = ig_next_workflow(pass, step, wf)) != NULL)
+		horizon_known = receipts_horizon(pass, &horizon);
+	while ((wf = next_workflow(pass, step, wf)) != NULL)
 	{
-		int64		usecs = ig_step_usecs(pass, step, wf);
+		int64		usecs = step_usecs(pass, step, wf);
 		TimestampTz now = GetCurrentTimestamp();
 		TimestampTz cutoff = now - usecs;
 		IgCursor	cursor = {DT_NOBEGIN, 0};
@@ -496,67 +470,52 @@ ig_step(IgPass *pass, IgStep step)
 			continue;
 		if (step == IG_STEP_CLEAR_RECEIPTS)
 		{
-			cursor.at = ig_watermark(pass, wf);
+			cursor.at = watermark(pass, wf);
 			if (cursor.at >= cutoff)
 				continue;
 		}
 		do
 		{
-			n = ig_batch(pass, step, wf, &cursor, cutoff, now);
+			n = run_batch(pass, step, wf, &cursor, cutoff, now);
 			total += n;
 			if (step == IG_STEP_STUCK)
 				pass->counts->alerts += n;
 			if (n >= (uint64) pass->limit)
-				ig_yield(pass);
+				yield(pass);
 		} while (n >= (uint64) pass->limit);
 		if (step == IG_STEP_CLEAR_RECEIPTS && horizon_known)
-			ig_save_watermark(pass, wf, Min(cutoff, horizon));
+			save_watermark(pass, wf, Min(cutoff, horizon));
 	}
 	return total;
 }
 
 /* Drop audit rows older than idem_gate.audit_retention, in batches. */
 static void
-ig_prune_audit(IgPass *pass)
+prune_audit(Pass *pass)
 {
-	Datum		values[2];
+	TimestampTz before = GetCurrentTimestamp() -
+	(int64) audit_retention * USECS_PER_SEC;
 	uint64		n;
 
-	values[0] = TimestampTzGetDatum(GetCurrentTimestamp() -
-									(int64) idem_audit_retention * USECS_PER_SEC);
 	do
 	{
-		bool		isnull;
-
-		values[1] = Int32GetDatum(pass->limit);
-		ig_unit_begin(pass);
-		ig_audit_allow_pruning(true);
-		PG_TRY();
-		{
-			ig_jexec(pass, IG_JPLAN_PRUNE_AUDIT, values, NULL);
-		}
-		PG_FINALLY();
-		{
-			ig_audit_allow_pruning(false);
-		}
-		PG_END_TRY();
-		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										SPI_tuptable->tupdesc, 1, &isnull));
-		ig_unit_end(pass);
+		ig_janitor_sql_begin(&pass->db);
+		n = ig_janitor_sql_prune_audit(&pass->db, before, pass->limit);
+		ig_janitor_sql_end(&pass->db);
 	} while (n >= (uint64) pass->limit);
 }
 
 /* Does this database hold idem_gate 1.1's objects, and 1.2's? */
 static void
-ig_catalog_version(IgPass *pass)
+catalog_version(Pass *pass)
 {
 	Oid			nsp;
 
-	ig_unit_begin(pass);
+	ig_janitor_sql_begin(&pass->db);
 	nsp = get_namespace_oid("idem_gate", false);
-	pass->v11 = OidIsValid(get_relname_relid("janitor_watermarks", nsp));
-	pass->v12 = (get_attnum(get_relname_relid("claims", nsp), "payload") != InvalidAttrNumber);
-	ig_unit_end(pass);
+	pass->db.v11 = OidIsValid(get_relname_relid("janitor_watermarks", nsp));
+	pass->db.v12 = (get_attnum(get_relname_relid("claims", nsp), "payload") != InvalidAttrNumber);
+	ig_janitor_sql_end(&pass->db);
 }
 
 /*
@@ -564,9 +523,9 @@ ig_catalog_version(IgPass *pass)
  * clearing steps have nothing to do, and do not walk the workflows.
  */
 static bool
-ig_receipt_retention_set(IgPass *pass)
+receipt_retention_set(Pass *pass)
 {
-	if (idem_receipt_retention > 0)
+	if (receipt_retention > 0)
 		return true;
 	for (int i = 0; i < pass->npolicies; i++)
 		if (pass->policies[i].secs[IG_STEP_CLEAR_RECEIPTS] > 0)
@@ -579,23 +538,23 @@ ig_receipt_retention_set(IgPass *pass)
  * shards this node holds.
  */
 static void
-ig_pass_steps(IgPass *pass)
+pass_steps(Pass *pass)
 {
 	IgJanitorCounts *counts = pass->counts;
 
-	counts->deleted_completed += ig_step(pass, IG_STEP_DELETE_COMPLETED);
-	counts->deleted_failed += ig_step(pass, IG_STEP_DELETE_FAILED);
-	if (pass->v11 && ig_receipt_retention_set(pass))
-		pass->receipts_cleared += ig_step(pass, IG_STEP_CLEAR_RECEIPTS);
-	ig_step(pass, IG_STEP_STUCK);
-	if (pass->v12 && ig_receipt_retention_set(pass))
+	counts->deleted_completed += run_step(pass, IG_STEP_DELETE_COMPLETED);
+	counts->deleted_failed += run_step(pass, IG_STEP_DELETE_FAILED);
+	if (pass->db.v11 && receipt_retention_set(pass))
+		pass->receipts_cleared += run_step(pass, IG_STEP_CLEAR_RECEIPTS);
+	run_step(pass, IG_STEP_STUCK);
+	if (pass->db.v12 && receipt_retention_set(pass))
 	{
-		pass->receipts_cleared += ig_step(pass, IG_STEP_CLEAR_PAYLOADS_PROCESSING);
-		pass->receipts_cleared += ig_step(pass, IG_STEP_CLEAR_PAYLOADS_FAILED);
-		pass->receipts_cleared += ig_step(pass, IG_STEP_CLEAR_PAYLOADS_REVIEW);
+		pass->receipts_cleared += run_step(pass, IG_STEP_CLEAR_PAYLOADS_PROCESSING);
+		pass->receipts_cleared += run_step(pass, IG_STEP_CLEAR_PAYLOADS_FAILED);
+		pass->receipts_cleared += run_step(pass, IG_STEP_CLEAR_PAYLOADS_REVIEW);
 	}
-	if (pass->v11)
-		ig_prune_audit(pass);
+	if (pass->db.v11)
+		prune_audit(pass);
 }
 
 /*
@@ -603,21 +562,21 @@ ig_pass_steps(IgPass *pass)
  * is not a Citus table (citus set accordingly).
  */
 static List *
-ig_local_shards(IgPass *pass, bool *citus)
+local_shards(Pass *pass, bool *citus)
 {
 	List	   *shards = NIL;
 
-	ig_unit_begin(pass);
-	*citus = ig_store_is_citus();
+	ig_janitor_sql_begin(&pass->db);
+	*citus = ig_shape_is_citus();
 	if (*citus)
 	{
-		MemoryContext old = MemoryContextSwitchTo(pass->cxt);
+		MemoryContext old = MemoryContextSwitchTo(pass->db.cxt);
 
 		shards = ig_citus_local_shards();
 		MemoryContextSwitchTo(old);
 		pass->forward_alerts = (ig_citus_local_group() != 0);
 	}
-	ig_unit_end(pass);
+	ig_janitor_sql_end(&pass->db);
 	return shards;
 }
 
@@ -627,9 +586,9 @@ ig_local_shards(IgPass *pass, bool *citus)
  * the shards it holds, so each claim is cleaned once across the cluster.
  */
 void
-idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
+ig_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 {
-	IgPass		pass;
+	Pass		pass;
 	TimestampTz start = GetCurrentTimestamp();
 	MemoryContext caller = CurrentMemoryContext;
 	List	   *shards;
@@ -638,27 +597,27 @@ idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 
 	memset(counts, 0, sizeof(*counts));
 	memset(&pass, 0, sizeof(pass));
-	pass.own_transactions = own_transactions;
+	pass.db.own_transactions = own_transactions;
 	pass.counts = counts;
-	pass.limit = idem_batch_size;
-	pass.calls = idem_stats_gate_calls();
-	pass.cxt = AllocSetContextCreate(own_transactions ? TopMemoryContext : caller,
-									 "idem_gate janitor pass",
-									 ALLOCSET_DEFAULT_SIZES);
-	MemoryContextSwitchTo(pass.cxt);
+	pass.limit = batch_size;
+	pass.calls = ig_stats_gate_calls();
+	pass.db.cxt = AllocSetContextCreate(own_transactions ? TopMemoryContext : caller,
+										"idem_gate janitor pass",
+										ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(pass.db.cxt);
 
-	ig_catalog_version(&pass);
-	ig_load_policies(&pass);
-	shards = ig_local_shards(&pass, &citus);
+	catalog_version(&pass);
+	load_policies(&pass);
+	shards = local_shards(&pass, &citus);
 	if (!citus)
-		ig_pass_steps(&pass);
+		pass_steps(&pass);
 	foreach(lc, shards)
 	{
-		pass.shard = lfirst(lc);
-		ig_pass_steps(&pass);
+		pass.db.shard = lfirst(lc);
+		pass_steps(&pass);
 	}
-	pass.shard = NULL;
-	if (idem_stuck_action == IDEM_STUCK_REVIEW)
+	pass.db.shard = NULL;
+	if (stuck_action == STUCK_REVIEW)
 		counts->escalated = counts->alerts;
 
 	if (counts->alerts > 0)
@@ -666,22 +625,22 @@ idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 		StringInfoData detail;
 
 		initStringInfo(&detail);
-		for (int i = 0; i < IG_ALERT_EXAMPLES && i < counts->alerts; i++)
+		for (int i = 0; i < ALERT_EXAMPLES && i < counts->alerts; i++)
 			appendStringInfo(&detail, "%s%s", i > 0 ? "; " : "", pass.examples[i]);
-		if (counts->alerts > IG_ALERT_EXAMPLES)
+		if (counts->alerts > ALERT_EXAMPLES)
 			appendStringInfo(&detail, "; and " INT64_FORMAT " more",
-							 counts->alerts - IG_ALERT_EXAMPLES);
+							 counts->alerts - ALERT_EXAMPLES);
 		ereport(WARNING,
 				(errmsg_plural("idem_gate: " INT64_FORMAT " claim stuck in processing%s",
 							   "idem_gate: " INT64_FORMAT " claims stuck in processing%s",
 							   counts->alerts, counts->alerts,
-							   idem_stuck_action == IDEM_STUCK_REVIEW ?
+							   stuck_action == STUCK_REVIEW ?
 							   ", moved to needs_review" : ""),
 				 errdetail("%s.", detail.data),
 				 errhint("Their side effects may have half-happened: check them, then call idem_resolve() with 'completed' or 'retry'.")));
 	}
 
-	idem_stats_pass_done(start, GetCurrentTimestamp());
+	ig_stats_pass_done(start, GetCurrentTimestamp());
 
 	ereport(DEBUG1,
 			(errmsg("idem_gate janitor pass: deleted " INT64_FORMAT " completed and " INT64_FORMAT " failed rows, cleared " INT64_FORMAT " receipts, " INT64_FORMAT " stuck-claim alerts in %ld ms",
@@ -690,7 +649,7 @@ idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 					(long) ((GetCurrentTimestamp() - start) / 1000))));
 
 	MemoryContextSwitchTo(caller);
-	MemoryContextDelete(pass.cxt);
+	MemoryContextDelete(pass.db.cxt);
 }
 
 /*
@@ -700,7 +659,7 @@ idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
  * GUC nest level of the pinned search_path, or 0 when nothing is attached.
  */
 static int
-ig_janitor_guard(void)
+janitor_guard(void)
 {
 	static const IgTable written[] = {
 		IG_TABLE_CLAIMS, IG_TABLE_AUDIT, IG_TABLE_WATERMARKS
@@ -710,11 +669,11 @@ ig_janitor_guard(void)
 	ig_store_refuse();
 	for (int i = 0; i < lengthof(written); i++)
 	{
-		const IgTableShape *s = ig_table_shape(written[i]);
+		const IgTableShape *s = ig_shape_table(written[i]);
 		const char *what = s->write_code;
 
-		ig_refuse_rules(written[i]);
-		if (what == NULL && s->policy_code != NULL && ig_rls_applies(written[i]))
+		ig_call_refuse_rules(written[i]);
+		if (what == NULL && s->policy_code != NULL && ig_shape_rls_applies(written[i]))
 			what = s->policy_code;
 		if (what != NULL)
 		{
@@ -722,11 +681,11 @@ ig_janitor_guard(void)
 			code = true;
 		}
 	}
-	if (ig_table_shape(IG_TABLE_POLICIES)->policy_code != NULL &&
-		ig_rls_applies(IG_TABLE_POLICIES))
+	if (ig_shape_table(IG_TABLE_POLICIES)->policy_code != NULL &&
+		ig_shape_rls_applies(IG_TABLE_POLICIES))
 	{
 		ig_call_guard_user_code(NULL, IG_TABLE_POLICIES,
-								ig_table_shape(IG_TABLE_POLICIES)->policy_code);
+								ig_shape_table(IG_TABLE_POLICIES)->policy_code);
 		code = true;
 	}
 	return code ? ig_call_pin_search_path() : 0;
@@ -755,8 +714,8 @@ idem_gate_janitor_run(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 
 	ig_call_act_as_owner(fcinfo, &save_userid, &save_sec_context);
-	guc_level = ig_janitor_guard();
-	idem_janitor_pass(&counts, false);
+	guc_level = janitor_guard();
+	ig_janitor_pass(&counts, false);
 	if (guc_level != 0)
 		AtEOXact_GUC(true, guc_level);
 	SetUserIdAndSecContext(save_userid, save_sec_context);

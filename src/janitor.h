@@ -1,20 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * janitor.h
- *	  The janitor pass and the background worker.
+ *	  One janitor pass: retention, receipt and payload clearing, stuck-claim
+ *	  alerts and the pruning of the audit trail (janitor.c), run by the
+ *	  background worker and by idem_gate.janitor_run().
  *
  *-------------------------------------------------------------------------
  */
 #ifndef IDEM_GATE_JANITOR_H
 #define IDEM_GATE_JANITOR_H
 
-/* idem_gate.stuck_action */
-typedef enum IdemStuckAction
-{
-	IDEM_STUCK_ALERT,
-	IDEM_STUCK_REVIEW
-} IdemStuckAction;
-
+/* What a pass did. */
 typedef struct IgJanitorCounts
 {
 	int64		deleted_completed;
@@ -23,18 +19,7 @@ typedef struct IgJanitorCounts
 	int64		escalated;
 } IgJanitorCounts;
 
-/* settings, in seconds where they are times */
-extern int	idem_retention;
-extern int	idem_receipt_retention;
-extern int	idem_audit_retention;
-extern int	idem_failed_retention;
-extern int	idem_stuck_after;
-extern int	idem_stuck_action;
-extern int	idem_batch_size;
-extern int	idem_batch_delay;
-
-extern void idem_janitor_define_settings(void);
-extern void ig_alert_announce(const char *workflow, const char *reason);
-extern void idem_janitor_pass(IgJanitorCounts *counts, bool own_transactions);
+extern void ig_janitor_init(void);
+extern void ig_janitor_pass(IgJanitorCounts *counts, bool own_transactions);
 
 #endif							/* IDEM_GATE_JANITOR_H */

@@ -1,13 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * janitor_sql.c
- *	  The janitor's statements, and the units of work that run them: in the
+ *	  The janitor's statements, the units of work that run them (in the
  *	  background worker each its own transaction, in idem_gate.janitor_run()
- *	  the caller's.
+ *	  the caller's), and their results, decoded here so that the pass reads
+ *	  counts, cursors and claims rather than columns.
  *
  * Every statement is fully schema-qualified, operators included, and is
  * prepared once per backend and catalog version as a generic plan: its
- * parameters never change the best plan, an index range scan.
+ * parameters never change the best plan, an index range scan.  Results a
+ * pass keeps across units are copied into its memory context; a stuck
+ * batch's claims are valid until its unit ends.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,16 +24,29 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
-#include "idem_gate.h"
-#include "janitor_int.h"
+#include "audit.h"
+#include "janitor_sql.h"
 
-const char *const ig_step_states[IG_NUM_STEPS] = {
+/* The prepared statements, per catalog version. */
+typedef enum StmtId
+{
+	STMT_NEXT_WF,				/* + IgStep: one per step */
+	STMT_BATCH = IG_NUM_STEPS,	/* + IgStep */
+	STMT_POLICIES = 2 * IG_NUM_STEPS,
+	STMT_WATERMARK,
+	STMT_PRUNE_AUDIT,
+	NUM_STMTS
+} StmtId;
+
+/* The state each step walks. */
+static const char *const step_states[IG_NUM_STEPS] = {
 	"completed", "failed_retryable", "completed", "processing",
 	"processing", "failed_retryable", "needs_review"
 };
 
-static SPIPlanPtr ig_jplans[2][IG_NUM_JPLANS];
+static SPIPlanPtr plans[2][NUM_STMTS];
 
 /*
  * One workflow's rows of a state, after the cursor ($2, $7) in
@@ -52,7 +68,7 @@ static SPIPlanPtr ig_jplans[2][IG_NUM_JPLANS];
  * Citus a shard's statement cannot read the policies (a reference table),
  * and the check is left out there: the pass's own reading applies.
  */
-static const char *const ig_policy_recheck =
+static const char *const policy_recheck =
 " AND c.updated_at OPERATOR(pg_catalog.<) ($5 OPERATOR(pg_catalog.-)"
 "  pg_catalog.make_interval(secs => COALESCE((SELECT pg_catalog.date_part('epoch', p.%s)"
 "   FROM ONLY idem_gate.policies p WHERE p.workflow OPERATOR(pg_catalog.=) $1), $8)))";
@@ -74,7 +90,7 @@ static const char *const ig_policy_recheck =
  * so they are deleted without a separate lock step, which would double
  * the WAL written per row.
  */
-static const char *const ig_delete_sql =
+static const char *const delete_sql =
 "WITH del AS ("
 " DELETE FROM ONLY idem_gate.claims d WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 "  SELECT c.ctid FROM ONLY idem_gate.claims c" IG_RANGE IG_ORDER
@@ -91,7 +107,7 @@ IG_LAST("del");
  * past every row it walked, so a skipped receipt would never be cleared.
  * No claim waits for it: duplicates of completed rows only read them.
  */
-static const char *const ig_clear_sql =
+static const char *const clear_sql =
 "WITH upd AS ("
 " UPDATE ONLY idem_gate.claims d SET result = NULL"
 " WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
@@ -109,7 +125,7 @@ IG_LAST("upd");
  * as a reviewer's evidence while a claim is open, but personal data like
  * a receipt, and so cleared by the same retention.
  */
-static const char *const ig_clear_payload_sql =
+static const char *const clear_payload_sql =
 "WITH upd AS ("
 " UPDATE ONLY idem_gate.claims d SET payload = NULL"
 " WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
@@ -127,7 +143,7 @@ IG_LAST("upd");
  * $6 (stuck_action = review) they move to needs_review, and on a 1.1
  * catalog each move is recorded in the audit trail.
  */
-static const char *const ig_stuck_sql =
+static const char *const stuck_sql =
 "WITH stuck AS ("
 " SELECT c.ctid AS tid, c.token AS tok, c.updated_at AS upd,"
 "  $5 OPERATOR(pg_catalog.-) c.updated_at AS age"
@@ -148,7 +164,7 @@ IG_ORDER " LIMIT $4 FOR UPDATE OF c SKIP LOCKED),"
 "SELECT workflow, key, token, attempt, claimed_at, age::pg_catalog.text, upd FROM done"
 " ORDER BY upd, token";
 
-static const char *const ig_escalate_audit_sql =
+static const char *const escalate_audit_sql =
 ", aud AS ("
 " INSERT INTO idem_gate.audit (at, session_role, acting_role, action, workflow,"
 "  key, state_before, state_after, token, reason)"
@@ -160,14 +176,14 @@ static const char *const ig_escalate_audit_sql =
  * Argument types of the batch statements: workflow, cursor time, cutoff,
  * limit, now, review, cursor token, the setting's seconds
  */
-static Oid	ig_batch_argtypes[8] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
+static Oid	batch_argtypes[8] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 	INT4OID, TIMESTAMPTZOID, BOOLOID, INT8OID, FLOAT8OID};
 
 /* The policy re-check of a step's column, or nothing on a Citus shard. */
 static char *
-ig_recheck(const char *column, bool shard)
+recheck(const char *column, bool shard)
 {
-	return shard ? "" : psprintf(ig_policy_recheck, column);
+	return shard ? "" : psprintf(policy_recheck, column);
 }
 
 /*
@@ -175,14 +191,14 @@ ig_recheck(const char *column, bool shard)
  * shard or not.
  */
 static char *
-ig_jplan_sql(IgJPlan id, bool v11, bool shard, int *nargs, Oid **argtypes)
+plan_sql(StmtId id, bool v11, bool shard, int *nargs, Oid **argtypes)
 {
 	static Oid	text_type[2] = {TEXTOID, INT4OID};
 	static Oid	prune_types[2] = {TIMESTAMPTZOID, INT4OID};
 	static Oid	watermark_types[2] = {TEXTOID, TIMESTAMPTZOID};
 
-	*argtypes = ig_batch_argtypes;
-	if (id < IG_JPLAN_BATCH)
+	*argtypes = batch_argtypes;
+	if (id < STMT_BATCH)
 	{
 		*nargs = 1;
 		*argtypes = text_type;
@@ -190,31 +206,31 @@ ig_jplan_sql(IgJPlan id, bool v11, bool shard, int *nargs, Oid **argtypes)
 						" WHERE c.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
 						" AND c.workflow OPERATOR(pg_catalog.>) $1"
 						" ORDER BY c.workflow LIMIT 1",
-						ig_step_states[id]);
+						step_states[id]);
 	}
 	*nargs = 8;
 	switch ((int) id)
 	{
-		case IG_JPLAN_BATCH + IG_STEP_DELETE_COMPLETED:
-			return psprintf(ig_delete_sql, "completed", ig_recheck("retention", shard),
+		case STMT_BATCH + IG_STEP_DELETE_COMPLETED:
+			return psprintf(delete_sql, "completed", recheck("retention", shard),
 							"", "completed");
-		case IG_JPLAN_BATCH + IG_STEP_DELETE_FAILED:
-			return psprintf(ig_delete_sql, "failed_retryable",
-							ig_recheck("failed_retention", shard),
+		case STMT_BATCH + IG_STEP_DELETE_FAILED:
+			return psprintf(delete_sql, "failed_retryable",
+							recheck("failed_retention", shard),
 							" FOR UPDATE OF c SKIP LOCKED", "failed_retryable");
-		case IG_JPLAN_BATCH + IG_STEP_CLEAR_RECEIPTS:
-			return psprintf(ig_clear_sql, "completed",
-							ig_recheck("receipt_retention", shard), "completed");
-		case IG_JPLAN_BATCH + IG_STEP_CLEAR_PAYLOADS_PROCESSING:
-		case IG_JPLAN_BATCH + IG_STEP_CLEAR_PAYLOADS_FAILED:
-		case IG_JPLAN_BATCH + IG_STEP_CLEAR_PAYLOADS_REVIEW:
-			return psprintf(ig_clear_payload_sql, ig_step_states[id - IG_JPLAN_BATCH],
-							ig_recheck("receipt_retention", shard),
-							ig_step_states[id - IG_JPLAN_BATCH]);
-		case IG_JPLAN_BATCH + IG_STEP_STUCK:
-			return psprintf(ig_stuck_sql, "processing", ig_recheck("stuck_after", shard),
-							v11 ? ig_escalate_audit_sql : "");
-		case IG_JPLAN_POLICIES:
+		case STMT_BATCH + IG_STEP_CLEAR_RECEIPTS:
+			return psprintf(clear_sql, "completed",
+							recheck("receipt_retention", shard), "completed");
+		case STMT_BATCH + IG_STEP_CLEAR_PAYLOADS_PROCESSING:
+		case STMT_BATCH + IG_STEP_CLEAR_PAYLOADS_FAILED:
+		case STMT_BATCH + IG_STEP_CLEAR_PAYLOADS_REVIEW:
+			return psprintf(clear_payload_sql, step_states[id - STMT_BATCH],
+							recheck("receipt_retention", shard),
+							step_states[id - STMT_BATCH]);
+		case STMT_BATCH + IG_STEP_STUCK:
+			return psprintf(stuck_sql, "processing", recheck("stuck_after", shard),
+							v11 ? escalate_audit_sql : "");
+		case STMT_POLICIES:
 			*nargs = 0;
 			return psprintf("SELECT p.workflow,"
 							" pg_catalog.date_part('epoch', p.retention),"
@@ -222,14 +238,14 @@ ig_jplan_sql(IgJPlan id, bool v11, bool shard, int *nargs, Oid **argtypes)
 							" %s, pg_catalog.date_part('epoch', p.stuck_after)"
 							" FROM ONLY idem_gate.policies p",
 							v11 ? "pg_catalog.date_part('epoch', p.receipt_retention)" : "NULL::float8");
-		case IG_JPLAN_WATERMARK:
+		case STMT_WATERMARK:
 			*nargs = 2;
 			*argtypes = watermark_types;
 			return pstrdup("INSERT INTO idem_gate.janitor_watermarks AS w"
 						   " (workflow, receipts_cleared_until) VALUES ($1, $2)"
 						   " ON CONFLICT (workflow) DO UPDATE"
 						   " SET receipts_cleared_until = GREATEST(w.receipts_cleared_until, $2)");
-		case IG_JPLAN_PRUNE_AUDIT:
+		case STMT_PRUNE_AUDIT:
 			*nargs = 2;
 			*argtypes = prune_types;
 			return pstrdup("WITH del AS (DELETE FROM ONLY idem_gate.audit a"
@@ -249,9 +265,9 @@ ig_jplan_sql(IgJPlan id, bool v11, bool shard, int *nargs, Oid **argtypes)
  * connected either way.
  */
 void
-ig_unit_begin(IgPass *pass)
+ig_janitor_sql_begin(IgJanitorDb *db)
 {
-	if (pass->own_transactions)
+	if (db->own_transactions)
 	{
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
@@ -267,16 +283,16 @@ ig_unit_begin(IgPass *pass)
  * that autovacuum sees the deletions.
  */
 void
-ig_unit_end(IgPass *pass)
+ig_janitor_sql_end(IgJanitorDb *db)
 {
 	SPI_finish();
-	if (pass->own_transactions)
+	if (db->own_transactions)
 	{
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 		pgstat_report_stat(false);
 		pgstat_report_activity(STATE_IDLE, NULL);
-		MemoryContextSwitchTo(pass->cxt);
+		MemoryContextSwitchTo(db->cxt);
 	}
 }
 
@@ -284,19 +300,19 @@ ig_unit_end(IgPass *pass)
  * Run plan id with values (prepared on first use, as a generic plan: the
  * parameters never change the best plan, an index range scan).
  */
-void
-ig_jexec(IgPass *pass, IgJPlan id, Datum *values, const char *nulls)
+static void
+exec_plan(IgJanitorDb *db, StmtId id, Datum *values, const char *nulls)
 {
-	SPIPlanPtr *slot = &ig_jplans[pass->v11][id];
+	SPIPlanPtr *slot = &plans[db->v11][id];
 
-	if (pass->shard != NULL && id != IG_JPLAN_POLICIES && id != IG_JPLAN_WATERMARK)
+	if (db->shard != NULL && id != STMT_POLICIES && id != STMT_WATERMARK)
 	{
 		/* on Citus, the statement aimed at one local shard */
 		int			nargs;
 		Oid		   *argtypes;
-		char	   *sql = ig_jplan_sql(id, pass->v11, true, &nargs, &argtypes);
+		char	   *sql = plan_sql(id, db->v11, true, &nargs, &argtypes);
 
-		sql = ig_citus_shard_sql(sql, pass->shard);
+		sql = ig_citus_shard_sql(sql, db->shard);
 		if (SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0) < 0)
 			elog(ERROR, "idem_gate janitor query failed");
 		return;
@@ -305,7 +321,7 @@ ig_jexec(IgPass *pass, IgJPlan id, Datum *values, const char *nulls)
 	{
 		int			nargs;
 		Oid		   *argtypes;
-		char	   *sql = ig_jplan_sql(id, pass->v11, false, &nargs, &argtypes);
+		char	   *sql = plan_sql(id, db->v11, false, &nargs, &argtypes);
 		SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, argtypes,
 											  CURSOR_OPT_GENERIC_PLAN);
 
@@ -320,12 +336,203 @@ ig_jexec(IgPass *pass, IgJPlan id, Datum *values, const char *nulls)
 		elog(ERROR, "idem_gate janitor query failed");
 }
 
+/* Column col of row i of the last result. */
+static inline Datum
+column(uint64 i, int col, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, col, isnull);
+}
+
 /* A float8 column of the last result, or -1 when NULL. */
-double
-ig_jfloat(HeapTuple tup, int col)
+static double
+seconds(uint64 i, int col)
 {
 	bool		isnull;
-	Datum		d = SPI_getbinval(tup, SPI_tuptable->tupdesc, col, &isnull);
+	Datum		d = column(i, col, &isnull);
 
 	return isnull ? -1 : DatumGetFloat8(d);
+}
+
+/* A text column of the last result, in the current memory context. */
+static inline char *
+text_column(uint64 i, int col)
+{
+	return SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, col);
+}
+
+/*
+ * The rows of idem_gate.policies, each interval in seconds, in the pass's
+ * memory; returns how many.  The receipt retention of a policy bounds the
+ * clearing of its payloads too.
+ */
+int
+ig_janitor_sql_policies(IgJanitorDb *db, IgPolicy **policies)
+{
+	MemoryContext old;
+	int			n;
+
+	exec_plan(db, STMT_POLICIES, NULL, NULL);
+	old = MemoryContextSwitchTo(db->cxt);
+	n = SPI_processed;
+	*policies = palloc0(sizeof(IgPolicy) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		IgPolicy   *p = &(*policies)[i];
+
+		p->workflow = text_column(i, 1);
+		p->secs[IG_STEP_DELETE_COMPLETED] = seconds(i, 2);
+		p->secs[IG_STEP_DELETE_FAILED] = seconds(i, 3);
+		p->secs[IG_STEP_CLEAR_RECEIPTS] = seconds(i, 4);
+		p->secs[IG_STEP_STUCK] = seconds(i, 5);
+		p->secs[IG_STEP_CLEAR_PAYLOADS_PROCESSING] = seconds(i, 4);
+		p->secs[IG_STEP_CLEAR_PAYLOADS_FAILED] = seconds(i, 4);
+		p->secs[IG_STEP_CLEAR_PAYLOADS_REVIEW] = seconds(i, 4);
+	}
+	MemoryContextSwitchTo(old);
+	return n;
+}
+
+/* The receipt watermarks (a 1.1 catalog), as IgWatermarks in the pass's memory. */
+List *
+ig_janitor_sql_watermarks(IgJanitorDb *db)
+{
+	List	   *watermarks = NIL;
+	MemoryContext old;
+
+	if (SPI_execute("SELECT w.workflow, w.receipts_cleared_until"
+					" FROM ONLY idem_gate.janitor_watermarks w", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read idem_gate.janitor_watermarks");
+	old = MemoryContextSwitchTo(db->cxt);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		IgWatermark *w = palloc0(sizeof(IgWatermark));
+		bool		isnull;
+
+		w->workflow = text_column(i, 1);
+		w->upto = DatumGetTimestampTz(column(i, 2, &isnull));
+		watermarks = lappend(watermarks, w);
+	}
+	MemoryContextSwitchTo(old);
+	return watermarks;
+}
+
+/* The next workflow after prev with rows in step's state, or NULL. */
+char *
+ig_janitor_sql_next_workflow(IgJanitorDb *db, IgStep step, const char *prev)
+{
+	Datum		value = CStringGetTextDatum(prev);
+	char	   *wf = NULL;
+
+	exec_plan(db, STMT_NEXT_WF + step, &value, NULL);
+	if (SPI_processed == 1)
+	{
+		MemoryContext old = MemoryContextSwitchTo(db->cxt);
+
+		wf = text_column(0, 1);
+		MemoryContextSwitchTo(old);
+	}
+	return wf;
+}
+
+/*
+ * Run one batch of step: the rows it touched, the last of them in
+ * (updated_at, token) order and, for the stuck step, the claims it
+ * alerted, in that order.
+ */
+void
+ig_janitor_sql_batch(IgJanitorDb *db, IgStep step, const IgBatchArgs *args,
+					 IgBatchResult *res)
+{
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+
+	values[0] = CStringGetTextDatum(args->workflow);
+	values[1] = TimestampTzGetDatum(args->after.at);
+	values[2] = TimestampTzGetDatum(args->cutoff);
+	values[3] = Int32GetDatum(args->limit);
+	values[4] = TimestampTzGetDatum(args->now);
+	values[5] = BoolGetDatum(args->review);
+	values[6] = Int64GetDatum(args->after.token);
+	/* a receipt retention of 0 keeps receipts: no cutoff without a policy */
+	values[7] = Float8GetDatum((double) args->setting);
+	nulls[7] = (args->setting == 0) ? 'n' : ' ';
+
+	memset(res, 0, sizeof(*res));
+	exec_plan(db, STMT_BATCH + step, values, nulls);
+	if (step == IG_STEP_STUCK)
+	{
+		/* workflow, key, token, attempt, claimed_at, age, updated_at */
+		res->count = SPI_processed;
+		res->stuck = palloc0(sizeof(IgStuckClaim) * Max(res->count, 1));
+		for (uint64 i = 0; i < res->count; i++)
+		{
+			res->stuck[i].workflow = text_column(i, 1);
+			res->stuck[i].key = text_column(i, 2);
+			res->stuck[i].age = text_column(i, 6);
+		}
+		if (res->count > 0)
+		{
+			res->last.at = DatumGetTimestampTz(column(res->count - 1, 7, &isnull));
+			res->last.token = DatumGetInt64(column(res->count - 1, 3, &isnull));
+		}
+		return;
+	}
+	/* one row: count(*), and the last row's updated_at and token */
+	res->count = DatumGetInt64(column(0, 1, &isnull));
+	if (res->count > 0)
+	{
+		res->last.at = DatumGetTimestampTz(column(0, 2, &isnull));
+		res->last.token = DatumGetInt64(column(0, 3, &isnull));
+	}
+}
+
+/*
+ * Remember that the receipts of workflow are cleared up to upto, so the
+ * next pass starts there and does not walk rows it already cleared.
+ */
+void
+ig_janitor_sql_save_watermark(IgJanitorDb *db, const char *workflow,
+							  TimestampTz upto)
+{
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(workflow);
+	values[1] = TimestampTzGetDatum(upto);
+	exec_plan(db, STMT_WATERMARK, values, NULL);
+}
+
+/* Is a prepared transaction waiting for its commit or rollback? */
+bool
+ig_janitor_sql_prepared_xacts(IgJanitorDb *db)
+{
+	if (SPI_execute("SELECT 1 FROM pg_catalog.pg_prepared_xacts LIMIT 1",
+					true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_prepared_xacts");
+	return SPI_processed > 0;
+}
+
+/*
+ * Drop at most limit audit rows older than before, which only the janitor
+ * may (the trail's guard lets its deletes through); returns how many.
+ */
+uint64
+ig_janitor_sql_prune_audit(IgJanitorDb *db, TimestampTz before, int limit)
+{
+	Datum		values[2];
+	bool		isnull;
+
+	values[0] = TimestampTzGetDatum(before);
+	values[1] = Int32GetDatum(limit);
+	ig_audit_allow_pruning(true);
+	PG_TRY();
+	{
+		exec_plan(db, STMT_PRUNE_AUDIT, values, NULL);
+	}
+	PG_FINALLY();
+	{
+		ig_audit_allow_pruning(false);
+	}
+	PG_END_TRY();
+	return DatumGetInt64(column(0, 1, &isnull));
 }

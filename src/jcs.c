@@ -105,7 +105,7 @@ jcs_sink_put_big(JcsSink *sink, const char *p, size_t n)
 
 /* qsort comparator of jcs_sort_members: members by name. */
 static int
-jcs_member_cmp(const void *a, const void *b)
+member_cmp(const void *a, const void *b)
 {
 	const JcsMember *ma = (const JcsMember *) a;
 	const JcsMember *mb = (const JcsMember *) b;
@@ -124,7 +124,7 @@ jcs_sort_members(JcsMember *m, int n)
 
 	if (n > 16)
 	{
-		qsort(m, n, sizeof(JcsMember), jcs_member_cmp);
+		qsort(m, n, sizeof(JcsMember), member_cmp);
 		return;
 	}
 	for (i = 1; i < n; i++)

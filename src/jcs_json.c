@@ -83,8 +83,8 @@ typedef struct JcsJDoc
 	int64		maxscratch;
 } JcsJDoc;
 
-static uint32 jcs_j_parse_value(JcsJDoc *doc, uint32 pos);
-static uint32 jcs_j_emit_value(JcsState *st, JcsJDoc *doc, uint32 pos);
+static uint32 parse_value(JcsJDoc *doc, uint32 pos);
+static uint32 emit_value(JcsState *st, JcsJDoc *doc, uint32 pos);
 
 /*
  * Make room for n more elements of size elemsize in a growing array (NULL
@@ -92,7 +92,7 @@ static uint32 jcs_j_emit_value(JcsState *st, JcsJDoc *doc, uint32 pos);
  * which may move.
  */
 static void *
-jcs_j_reserve(void *arr, int64 *max, int64 used, int64 n, Size elemsize)
+reserve(void *arr, int64 *max, int64 used, int64 n, Size elemsize)
 {
 	if (used + n > *max)
 	{
@@ -107,7 +107,7 @@ jcs_j_reserve(void *arr, int64 *max, int64 used, int64 n, Size elemsize)
 
 /* The decoded bytes and length of a name met in pass 1. */
 static inline const char *
-jcs_j_name(const JcsJDoc *doc, const JcsJName *n, int *len)
+member_name(const JcsJDoc *doc, const JcsJName *n, int *len)
 {
 	const char *p;
 	uint32		l;
@@ -125,12 +125,12 @@ jcs_j_name(const JcsJDoc *doc, const JcsJName *n, int *len)
 
 /* Order two names of pass 1 (in the document arg) as RFC 8785 does. */
 static int
-jcs_j_name_cmp(const void *a, const void *b, void *arg)
+name_cmp(const void *a, const void *b, void *arg)
 {
 	int			alen;
 	int			blen;
-	const char *ak = jcs_j_name(arg, a, &alen);
-	const char *bk = jcs_j_name(arg, b, &blen);
+	const char *ak = member_name(arg, a, &alen);
+	const char *bk = member_name(arg, b, &blen);
 
 	return jcs_key_cmp(ak, alen, bk, blen);
 }
@@ -140,13 +140,13 @@ jcs_j_name_cmp(const void *a, const void *b, void *arg)
  * insertion sort beats qsort's overhead.
  */
 static void
-jcs_j_sort_names(JcsJDoc *doc, JcsJName *m, int64 n)
+sort_names(JcsJDoc *doc, JcsJName *m, int64 n)
 {
 	int64		i;
 
 	if (n > 16)
 	{
-		qsort_arg(m, n, sizeof(JcsJName), jcs_j_name_cmp, doc);
+		qsort_arg(m, n, sizeof(JcsJName), name_cmp, doc);
 		return;
 	}
 	for (i = 1; i < n; i++)
@@ -154,7 +154,7 @@ jcs_j_sort_names(JcsJDoc *doc, JcsJName *m, int64 n)
 		JcsJName	t = m[i];
 		int64		j = i;
 
-		for (; j > 0 && jcs_j_name_cmp(&m[j - 1], &t, doc) > 0; j--)
+		for (; j > 0 && name_cmp(&m[j - 1], &t, doc) > 0; j--)
 			m[j] = m[j - 1];
 		m[j] = t;
 	}
@@ -166,10 +166,10 @@ jcs_j_sort_names(JcsJDoc *doc, JcsJName *m, int64 n)
  * sender did not mean.
  */
 static void
-jcs_j_duplicate_error(const JcsJDoc *doc, const JcsJName *n)
+duplicate_error(const JcsJDoc *doc, const JcsJName *n)
 {
 	int			len;
-	const char *name = jcs_j_name(doc, n, &len);
+	const char *name = member_name(doc, n, &len);
 
 	ereport(ERROR,
 			(errcode(ERRCODE_DUPLICATE_JSON_OBJECT_KEY_VALUE),
@@ -184,13 +184,13 @@ jcs_j_duplicate_error(const JcsJDoc *doc, const JcsJName *n)
  * closing quote at end - 1.
  */
 static void
-jcs_j_push_name(JcsJDoc *doc, uint32 kstart, uint32 end, bool escapes)
+push_name(JcsJDoc *doc, uint32 kstart, uint32 end, bool escapes)
 {
 	JcsJName   *n;
 	uint32		l;
 
-	doc->names = jcs_j_reserve(doc->names, &doc->maxnames, doc->nnames, 1,
-							   sizeof(JcsJName));
+	doc->names = reserve(doc->names, &doc->maxnames, doc->nnames, 1,
+						 sizeof(JcsJName));
 	n = &doc->names[doc->nnames++];
 	n->off = kstart;
 	if (!escapes)
@@ -198,8 +198,8 @@ jcs_j_push_name(JcsJDoc *doc, uint32 kstart, uint32 end, bool escapes)
 		n->ref = end - kstart - 2;
 		return;
 	}
-	doc->scratch = jcs_j_reserve(doc->scratch, &doc->maxscratch, doc->nscratch,
-								 sizeof(uint32) + (end - kstart), 1);
+	doc->scratch = reserve(doc->scratch, &doc->maxscratch, doc->nscratch,
+						   sizeof(uint32) + (end - kstart), 1);
 	l = jcs_j_decode_string(&doc->src, kstart + 1, end - 1,
 							doc->scratch + doc->nscratch + sizeof(uint32));
 	memcpy(doc->scratch + doc->nscratch, &l, sizeof(l));
@@ -213,35 +213,35 @@ jcs_j_push_name(JcsJDoc *doc, uint32 kstart, uint32 end, bool escapes)
  * in canonical order, record their offsets in that order.
  */
 static void
-jcs_j_index_object(JcsJDoc *doc, uint32 start, JcsJName *m, int64 count)
+index_object(JcsJDoc *doc, uint32 start, JcsJName *m, int64 count)
 {
 	int64		i;
 
 	for (i = 1; i < count; i++)
 	{
-		int			c = jcs_j_name_cmp(&m[i - 1], &m[i], doc);
+		int			c = name_cmp(&m[i - 1], &m[i], doc);
 
 		if (c == 0)
-			jcs_j_duplicate_error(doc, &m[i]);
+			duplicate_error(doc, &m[i]);
 		if (c > 0)
 			break;
 	}
 	if (i >= count)
 		return;					/* in order */
 
-	jcs_j_sort_names(doc, m, count);
+	sort_names(doc, m, count);
 	for (i = 1; i < count; i++)
 	{
-		if (jcs_j_name_cmp(&m[i - 1], &m[i], doc) == 0)
-			jcs_j_duplicate_error(doc, &m[i]);
+		if (name_cmp(&m[i - 1], &m[i], doc) == 0)
+			duplicate_error(doc, &m[i]);
 	}
-	doc->objs = jcs_j_reserve(doc->objs, &doc->maxobjs, doc->nobjs, 1,
-							  sizeof(JcsJObject));
+	doc->objs = reserve(doc->objs, &doc->maxobjs, doc->nobjs, 1,
+						sizeof(JcsJObject));
 	doc->objs[doc->nobjs].start = start;
 	doc->objs[doc->nobjs].rec = (uint32) doc->nrecs;
 	doc->nobjs++;
-	doc->recs = jcs_j_reserve(doc->recs, &doc->maxrecs, doc->nrecs, count,
-							  sizeof(uint32));
+	doc->recs = reserve(doc->recs, &doc->maxrecs, doc->nrecs, count,
+						sizeof(uint32));
 	for (i = 0; i < count; i++)
 		doc->recs[doc->nrecs++] = m[i].off;
 	doc->recs[doc->nrecs - 1] |= JCS_J_LAST;
@@ -249,7 +249,7 @@ jcs_j_index_object(JcsJDoc *doc, uint32 start, JcsJName *m, int64 count)
 
 /* Pass 1 for an object whose '{' is at pos. */
 static uint32
-jcs_j_parse_object(JcsJDoc *doc, uint32 pos)
+parse_object(JcsJDoc *doc, uint32 pos)
 {
 	uint32		start = pos;
 	int64		base = doc->nnames;
@@ -266,17 +266,17 @@ jcs_j_parse_object(JcsJDoc *doc, uint32 pos)
 		if (pos >= doc->src.len || doc->src.text[pos] != '"')
 			jcs_j_syntax_error(&doc->src, pos);
 		pos = jcs_j_scan_string(&doc->src, pos, &escapes);
-		jcs_j_push_name(doc, kstart, pos, escapes);
+		push_name(doc, kstart, pos, escapes);
 
 		pos = jcs_j_skip_ws(&doc->src, pos);
 		if (pos >= doc->src.len || doc->src.text[pos] != ':')
 			jcs_j_syntax_error(&doc->src, pos);
 		pos = jcs_j_skip_ws(&doc->src, pos + 1);
-		pos = jcs_j_parse_value(doc, pos);
+		pos = parse_value(doc, pos);
 		if (!jcs_j_next_item(&doc->src, &pos, '}'))
 			break;
 	}
-	jcs_j_index_object(doc, start, doc->names + base, doc->nnames - base);
+	index_object(doc, start, doc->names + base, doc->nnames - base);
 	doc->nnames = base;
 	doc->nscratch = sbase;
 	return pos;
@@ -284,7 +284,7 @@ jcs_j_parse_object(JcsJDoc *doc, uint32 pos)
 
 /* Pass 1 for the value at pos (whitespace skipped); returns its end. */
 static uint32
-jcs_j_parse_value(JcsJDoc *doc, uint32 pos)
+parse_value(JcsJDoc *doc, uint32 pos)
 {
 	bool		escapes;
 
@@ -294,7 +294,7 @@ jcs_j_parse_value(JcsJDoc *doc, uint32 pos)
 	{
 		case '{':
 			check_stack_depth();
-			return jcs_j_parse_object(doc, pos);
+			return parse_object(doc, pos);
 		case '[':
 			check_stack_depth();
 			pos = jcs_j_skip_ws(&doc->src, pos + 1);
@@ -302,7 +302,7 @@ jcs_j_parse_value(JcsJDoc *doc, uint32 pos)
 				return pos + 1;
 			do
 			{
-				pos = jcs_j_parse_value(doc, pos);
+				pos = parse_value(doc, pos);
 			} while (jcs_j_next_item(&doc->src, &pos, ']'));
 			return pos;
 		case '"':
@@ -320,7 +320,7 @@ jcs_j_parse_value(JcsJDoc *doc, uint32 pos)
 
 /* qsort comparator: objects to reorder by their start. */
 static int
-jcs_j_object_cmp(const void *a, const void *b)
+object_cmp(const void *a, const void *b)
 {
 	uint32		sa = ((const JcsJObject *) a)->start;
 	uint32		sb = ((const JcsJObject *) b)->start;
@@ -333,7 +333,7 @@ jcs_j_object_cmp(const void *a, const void *b)
  * members are already in canonical order.
  */
 static int64
-jcs_j_find_object(JcsJDoc *doc, uint32 pos)
+find_object(JcsJDoc *doc, uint32 pos)
 {
 	int64		lo = 0;
 	int64		hi = doc->nobjs - 1;
@@ -359,8 +359,8 @@ jcs_j_find_object(JcsJDoc *doc, uint32 pos)
  * palloc'd copy the caller frees.
  */
 static const char *
-jcs_j_read_string(JcsJDoc *doc, uint32 pos, int *len, char **buf,
-				  uint32 *end)
+read_string(JcsJDoc *doc, uint32 pos, int *len, char **buf,
+			uint32 *end)
 {
 	const unsigned char *t = doc->src.text;
 	uint32		start = pos + 1;
@@ -387,17 +387,17 @@ jcs_j_read_string(JcsJDoc *doc, uint32 pos, int *len, char **buf,
  * colon and its value; returns the end of the value.
  */
 static uint32
-jcs_j_emit_member(JcsState *st, JcsJDoc *doc, uint32 pos)
+emit_member(JcsState *st, JcsJDoc *doc, uint32 pos)
 {
 	char	   *buf;
 	int			len;
 	uint32		end;
-	const char *name = jcs_j_read_string(doc, pos, &len, &buf, &end);
+	const char *name = read_string(doc, pos, &len, &buf, &end);
 
 	jcs_put_string(&st->sink, name, len);
 	jcs_putc(&st->sink, ':');
 	jcs_path_push(st, name, len, -1);
-	end = jcs_j_emit_value(st, doc, jcs_j_skip_ws(&doc->src, end) + 1);
+	end = emit_value(st, doc, jcs_j_skip_ws(&doc->src, end) + 1);
 	jcs_path_pop(st);
 	if (buf)
 		pfree(buf);
@@ -406,10 +406,10 @@ jcs_j_emit_member(JcsState *st, JcsJDoc *doc, uint32 pos)
 
 /* Pass 2 for an object whose '{' is at pos; returns its end. */
 static uint32
-jcs_j_emit_object(JcsState *st, JcsJDoc *doc, uint32 pos)
+emit_object(JcsState *st, JcsJDoc *doc, uint32 pos)
 {
 	const unsigned char *t = doc->src.text;
-	int64		rec = jcs_j_find_object(doc, pos);
+	int64		rec = find_object(doc, pos);
 
 	check_stack_depth();
 	CHECK_FOR_INTERRUPTS();
@@ -420,7 +420,7 @@ jcs_j_emit_object(JcsState *st, JcsJDoc *doc, uint32 pos)
 		pos = jcs_j_skip_ws(&doc->src, pos + 1);
 		while (t[pos] != '}')
 		{
-			pos = jcs_j_skip_ws(&doc->src, jcs_j_emit_member(st, doc, pos));
+			pos = jcs_j_skip_ws(&doc->src, emit_member(st, doc, pos));
 			if (t[pos] == ',')
 			{
 				jcs_putc(&st->sink, ',');
@@ -439,7 +439,7 @@ jcs_j_emit_object(JcsState *st, JcsJDoc *doc, uint32 pos)
 			uint32		end;
 
 			r = doc->recs[rec++];
-			end = jcs_j_emit_member(st, doc, r & ~JCS_J_LAST);
+			end = emit_member(st, doc, r & ~JCS_J_LAST);
 			last = Max(last, end);
 			if (!(r & JCS_J_LAST))
 				jcs_putc(&st->sink, ',');
@@ -452,7 +452,7 @@ jcs_j_emit_object(JcsState *st, JcsJDoc *doc, uint32 pos)
 
 /* Pass 2 for the value at pos; returns its end. */
 static uint32
-jcs_j_emit_value(JcsState *st, JcsJDoc *doc, uint32 pos)
+emit_value(JcsState *st, JcsJDoc *doc, uint32 pos)
 {
 	const unsigned char *t = doc->src.text;
 
@@ -460,7 +460,7 @@ jcs_j_emit_value(JcsState *st, JcsJDoc *doc, uint32 pos)
 	switch (t[pos])
 	{
 		case '{':
-			return jcs_j_emit_object(st, doc, pos);
+			return emit_object(st, doc, pos);
 		case '[':
 			{
 				int			i = 0;
@@ -474,7 +474,7 @@ jcs_j_emit_value(JcsState *st, JcsJDoc *doc, uint32 pos)
 					if (i > 0)
 						jcs_putc(&st->sink, ',');
 					jcs_path_push(st, NULL, 0, i++);
-					pos = jcs_j_skip_ws(&doc->src, jcs_j_emit_value(st, doc, pos));
+					pos = jcs_j_skip_ws(&doc->src, emit_value(st, doc, pos));
 					jcs_path_pop(st);
 					if (t[pos] == ',')
 						pos++;
@@ -487,7 +487,7 @@ jcs_j_emit_value(JcsState *st, JcsJDoc *doc, uint32 pos)
 				char	   *buf;
 				int			len;
 				uint32		end;
-				const char *s = jcs_j_read_string(doc, pos, &len, &buf, &end);
+				const char *s = read_string(doc, pos, &len, &buf, &end);
 
 				jcs_put_string(&st->sink, s, len);
 				if (buf)
@@ -530,7 +530,7 @@ jcs_emit_json_text(JcsState *st, const char *text, size_t len)
 
 	/* pass 1 */
 	pos = jcs_j_skip_ws(&doc.src, 0);
-	pos = jcs_j_parse_value(&doc, pos);
+	pos = parse_value(&doc, pos);
 	pos = jcs_j_skip_ws(&doc.src, pos);
 	if (pos != doc.src.len)
 		jcs_j_syntax_error(&doc.src, pos);
@@ -545,8 +545,8 @@ jcs_emit_json_text(JcsState *st, const char *text, size_t len)
 	 * at once when they are already in order, the common case.)
 	 */
 	if (doc.nobjs > 1)
-		qsort(doc.objs, doc.nobjs, sizeof(JcsJObject), jcs_j_object_cmp);
+		qsort(doc.objs, doc.nobjs, sizeof(JcsJObject), object_cmp);
 
 	/* pass 2 */
-	(void) jcs_j_emit_value(st, &doc, 0);
+	(void) emit_value(st, &doc, 0);
 }

@@ -37,7 +37,7 @@ jcs_j_syntax_error(const JcsJText *doc, uint32 pos)
 
 /* Value of four hex digits at pos, or -1. */
 static int
-jcs_j_hex4(const JcsJText *doc, uint32 pos)
+hex4(const JcsJText *doc, uint32 pos)
 {
 	int			v = 0;
 	int			i;
@@ -66,7 +66,7 @@ jcs_j_hex4(const JcsJText *doc, uint32 pos)
  * be valid Unicode, and jsonb refuses them too.
  */
 static void
-jcs_j_surrogate_error(uint32 pos, int cp)
+surrogate_error(uint32 pos, int cp)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
@@ -81,9 +81,9 @@ jcs_j_surrogate_error(uint32 pos, int cp)
  * half of a surrogate pair; returns the code point and sets *next.
  */
 static int
-jcs_j_unicode_escape(const JcsJText *doc, uint32 pos, uint32 *next)
+unicode_escape(const JcsJText *doc, uint32 pos, uint32 *next)
 {
-	int			cp = jcs_j_hex4(doc, pos + 2);
+	int			cp = hex4(doc, pos + 2);
 
 	if (cp < 0)
 		jcs_j_syntax_error(doc, pos);
@@ -93,14 +93,14 @@ jcs_j_unicode_escape(const JcsJText *doc, uint32 pos, uint32 *next)
 
 		if (pos + 7 < doc->len && doc->text[pos + 6] == '\\' &&
 			doc->text[pos + 7] == 'u')
-			lo = jcs_j_hex4(doc, pos + 8);
+			lo = hex4(doc, pos + 8);
 		if (lo < 0xDC00 || lo > 0xDFFF)
-			jcs_j_surrogate_error(pos, cp);
+			surrogate_error(pos, cp);
 		*next = pos + 12;
 		return 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
 	}
 	if (cp >= 0xDC00 && cp <= 0xDFFF)
-		jcs_j_surrogate_error(pos, cp);
+		surrogate_error(pos, cp);
 	*next = pos + 6;
 	return cp;
 }
@@ -146,7 +146,7 @@ jcs_j_scan_string_full(const JcsJText *doc, uint32 pos, bool *escapes)
 				pos += 2;
 				break;
 			case 'u':
-				(void) jcs_j_unicode_escape(doc, pos, &pos);
+				(void) unicode_escape(doc, pos, &pos);
 				break;
 			default:
 				jcs_j_syntax_error(doc, pos + 1);
@@ -194,7 +194,7 @@ jcs_j_decode_string(const JcsJText *doc, uint32 start, uint32 end, char *out)
 				*o++ = '\t';
 				break;
 			case 'u':
-				cp = jcs_j_unicode_escape(doc, pos, &pos);
+				cp = unicode_escape(doc, pos, &pos);
 				unicode_to_utf8(cp, (unsigned char *) o);
 				o += pg_utf_mblen((unsigned char *) o);
 				continue;

@@ -26,7 +26,7 @@
  * Append a jsonb numeric.
  */
 static void
-jcs_emit_numeric(JcsState *st, Numeric num)
+emit_numeric(JcsState *st, Numeric num)
 {
 	char	   *s;
 
@@ -47,8 +47,8 @@ jcs_emit_numeric(JcsState *st, Numeric num)
  * and its start and end offsets in that area.
  */
 static inline void
-jcs_emit_jentry(JcsState *st, JEntry je, const char *base,
-				uint32 off, uint32 end)
+emit_jentry(JcsState *st, JEntry je, const char *base,
+			uint32 off, uint32 end)
 {
 	switch (je & JENTRY_TYPEMASK)
 	{
@@ -56,7 +56,7 @@ jcs_emit_jentry(JcsState *st, JEntry je, const char *base,
 			jcs_put_string(&st->sink, base + off, end - off);
 			break;
 		case JENTRY_ISNUMERIC:
-			jcs_emit_numeric(st, (Numeric) (base + INTALIGN(off)));
+			emit_numeric(st, (Numeric) (base + INTALIGN(off)));
 			break;
 		case JENTRY_ISBOOL_FALSE:
 			jcs_putn(&st->sink, "false", 5);
@@ -80,7 +80,7 @@ jcs_emit_jentry(JcsState *st, JEntry je, const char *base,
  * first.  The stack may move, so callers keep indexes, not pointers.
  */
 static int
-jcs_members_alloc(JcsState *st, int n)
+members_alloc(JcsState *st, int n)
 {
 	int			first = st->nmembers;
 
@@ -111,7 +111,7 @@ jcs_emit_jsonb(JcsState *st, const JsonbContainer *jc)
 	if (JsonContainerIsObject(jc))
 	{
 		const char *base = (const char *) &jc->children[n * 2];
-		int			first = jcs_members_alloc(st, n);
+		int			first = members_alloc(st, n);
 		JcsMember  *m = st->members + first;
 
 		for (i = 0; i < n; i++)
@@ -139,7 +139,7 @@ jcs_emit_jsonb(JcsState *st, const JsonbContainer *jc)
 			jcs_put_string(&st->sink, m->key, m->keylen);
 			jcs_putc(&st->sink, ':');
 			jcs_path_push(st, m->key, m->keylen, -1);
-			jcs_emit_jentry(st, m->ventry, base, m->voff, m->vend);
+			emit_jentry(st, m->ventry, base, m->voff, m->vend);
 			jcs_path_pop(st);
 		}
 		jcs_putc(&st->sink, '}');
@@ -161,7 +161,7 @@ jcs_emit_jsonb(JcsState *st, const JsonbContainer *jc)
 				jcs_putc(&st->sink, ',');
 			if (!scalar)
 				jcs_path_push(st, NULL, 0, i);
-			jcs_emit_jentry(st, jc->children[i], base, start, off);
+			emit_jentry(st, jc->children[i], base, start, off);
 			if (!scalar)
 				jcs_path_pop(st);
 		}
@@ -191,7 +191,7 @@ jcs_emit_jsonbvalue(JcsState *st, const JsonbValue *v)
 			jcs_put_string(&st->sink, v->val.string.val, v->val.string.len);
 			break;
 		case jbvNumeric:
-			jcs_emit_numeric(st, v->val.numeric);
+			emit_numeric(st, v->val.numeric);
 			break;
 		case jbvBinary:
 			jcs_emit_jsonb(st, v->val.binary.data);

@@ -45,11 +45,11 @@ typedef struct JcsDecimal
 } JcsDecimal;
 
 /* 2^53: at and above it, a double cannot hold every integer */
-static const JcsDecimal jcs_two53 = {false, "9007199254740992", 16, 16};
+static const JcsDecimal two53 = {false, "9007199254740992", 16, 16};
 
 /* 2^-1022, the smallest normal double, computed on first use */
-static char jcs_twom1022_digits[800];
-static JcsDecimal jcs_twom1022 = {false, NULL, 0, 0};
+static char twom1022_digits[800];
+static JcsDecimal twom1022 = {false, NULL, 0, 0};
 
 #define JCS_FAST_DIGITS 15
 
@@ -59,7 +59,7 @@ static JcsDecimal jcs_twom1022 = {false, NULL, 0, 0};
  * JcsDecimal.  Digits are copied to buf, which must hold len bytes.
  */
 static void
-jcs_parse_decimal(const char *s, size_t len, char *buf, JcsDecimal *d)
+parse_decimal(const char *s, size_t len, char *buf, JcsDecimal *d)
 {
 	const char *p = s;
 	const char *end = s + len;
@@ -125,7 +125,7 @@ jcs_parse_decimal(const char *s, size_t len, char *buf, JcsDecimal *d)
  * Compare the magnitudes of two decimals; both must be non-zero.
  */
 static int
-jcs_decimal_abs_cmp(const JcsDecimal *a, const JcsDecimal *b)
+decimal_abs_cmp(const JcsDecimal *a, const JcsDecimal *b)
 {
 	int			m = Min(a->ndigits, b->ndigits);
 	int			c;
@@ -142,12 +142,12 @@ jcs_decimal_abs_cmp(const JcsDecimal *a, const JcsDecimal *b)
 }
 
 /*
- * Fill jcs_twom1022 with the exact decimal value of 2^-1022, that is
+ * Fill twom1022 with the exact decimal value of 2^-1022, that is
  * 5^1022 * 10^-1022.  It is needed only to judge numbers just below the
  * normal range, so it is built on first use.
  */
 static void
-jcs_init_twom1022(void)
+init_twom1022(void)
 {
 	/* little-endian decimal digits of 5^1022 */
 	int			digits[800];
@@ -174,10 +174,10 @@ jcs_init_twom1022(void)
 		}
 	}
 	for (j = 0; j < nd; j++)
-		jcs_twom1022_digits[j] = '0' + digits[nd - 1 - j];
-	jcs_twom1022.ndigits = nd;
-	jcs_twom1022.n = nd - 1022;
-	jcs_twom1022.digits = jcs_twom1022_digits;
+		twom1022_digits[j] = '0' + digits[nd - 1 - j];
+	twom1022.ndigits = nd;
+	twom1022.n = nd - 1022;
+	twom1022.digits = twom1022_digits;
 }
 
 /*
@@ -186,7 +186,7 @@ jcs_init_twom1022(void)
  * d.ddde+x.  out must hold 32 bytes; returns the length.
  */
 static int
-jcs_layout(bool neg, const char *digits, int k, int n, char *out)
+layout(bool neg, const char *digits, int k, int n, char *out)
 {
 	char	   *p = out;
 	int			e;
@@ -251,7 +251,7 @@ jcs_layout(bool neg, const char *digits, int k, int n, char *out)
  * accepted when x's significand is even.  buf must hold 40 bytes.
  */
 static void
-jcs_double_digits(double x, char *buf, JcsDecimal *d)
+double_digits(double x, char *buf, JcsDecimal *d)
 {
 	char		ryu[DOUBLE_SHORTEST_DECIMAL_LEN];
 	char		digits[DOUBLE_SHORTEST_DECIMAL_LEN];
@@ -259,7 +259,7 @@ jcs_double_digits(double x, char *buf, JcsDecimal *d)
 	uint64		bits;
 
 	len = double_to_shortest_decimal_bufn(x, ryu);
-	jcs_parse_decimal(ryu, len, buf, d);
+	parse_decimal(ryu, len, buf, d);
 
 	memcpy(&bits, &x, sizeof(bits));
 	if (x >= 9007199254740992.0 && (bits & 1) == 0 && d->ndigits > 1)
@@ -275,7 +275,7 @@ jcs_double_digits(double x, char *buf, JcsDecimal *d)
 			if (strtod(cand, NULL) == x)
 			{
 				memcpy(digits, cand, clen);
-				jcs_parse_decimal(digits, clen, buf, d);
+				parse_decimal(digits, clen, buf, d);
 				break;
 			}
 		}
@@ -287,7 +287,7 @@ jcs_double_digits(double x, char *buf, JcsDecimal *d)
  * its leading digits, exponent and digit count.
  */
 static char *
-jcs_number_display(const char *num, size_t len, const JcsDecimal *d)
+number_display(const char *num, size_t len, const JcsDecimal *d)
 {
 	const char *sign = d->neg ? "-" : "";
 
@@ -320,7 +320,7 @@ jcs_put_number(JcsState *st, const char *num, size_t len)
 	double		x;
 
 	buf = (len <= sizeof(stackbuf)) ? stackbuf : palloc(len);
-	jcs_parse_decimal(num, len, buf, &d);
+	parse_decimal(num, len, buf, &d);
 
 	if (d.ndigits == 0)
 	{
@@ -331,7 +331,7 @@ jcs_put_number(JcsState *st, const char *num, size_t len)
 	/* Fast path: at most 15 digits in the normal range come back unchanged */
 	if (d.ndigits <= JCS_FAST_DIGITS && d.n > -290 && d.n < 300)
 	{
-		outlen = jcs_layout(d.neg, d.digits, d.ndigits, (int) d.n, out);
+		outlen = layout(d.neg, d.digits, d.ndigits, (int) d.n, out);
 		jcs_putn(&st->sink, out, outlen);
 		goto done;
 	}
@@ -358,7 +358,7 @@ jcs_put_number(JcsState *st, const char *num, size_t len)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 				 errmsg("number %s is out of range for an IEEE-754 double",
-						jcs_number_display(num, len, &d)),
+						number_display(num, len, &d)),
 				 errdetail("RFC 8785 serializes every number as a double; the number is at %s.",
 						   path),
 				 errhint("Send such values as JSON strings (RFC 8785, Appendix D).")));
@@ -373,7 +373,7 @@ jcs_put_number(JcsState *st, const char *num, size_t len)
 	}
 	else
 	{
-		jcs_double_digits(x, obuf, &o);
+		double_digits(x, obuf, &o);
 		o.neg = d.neg;
 	}
 
@@ -383,10 +383,10 @@ jcs_put_number(JcsState *st, const char *num, size_t len)
 	{
 		bool		lossy_zone;
 
-		if (jcs_twom1022.digits == NULL)
-			jcs_init_twom1022();
-		lossy_zone = jcs_decimal_abs_cmp(&d, &jcs_two53) >= 0 ||
-			jcs_decimal_abs_cmp(&d, &jcs_twom1022) < 0;
+		if (twom1022.digits == NULL)
+			init_twom1022();
+		lossy_zone = decimal_abs_cmp(&d, &two53) >= 0 ||
+			decimal_abs_cmp(&d, &twom1022) < 0;
 		if (lossy_zone)
 		{
 			char	   *path = jcs_path_text(st);
@@ -394,13 +394,13 @@ jcs_put_number(JcsState *st, const char *num, size_t len)
 			if (o.ndigits == 0)
 				outlen = 1, out[0] = '0';
 			else
-				outlen = jcs_layout(o.neg, o.digits, o.ndigits, (int) o.n,
-									out);
+				outlen = layout(o.neg, o.digits, o.ndigits, (int) o.n,
+								out);
 			out[outlen] = '\0';
 			ereport(ERROR,
 					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 					 errmsg("number %s cannot be represented as an IEEE-754 double without loss",
-							jcs_number_display(num, len, &d)),
+							number_display(num, len, &d)),
 					 errdetail("The nearest double is %s; under numbers => 'safe' a number of magnitude 2^53 or more, or below 2^-1022, must keep its exact value.  The number is at %s.",
 							   out, path),
 					 errhint("Send such values as JSON strings (RFC 8785, Appendix D).")));
@@ -411,7 +411,7 @@ jcs_put_number(JcsState *st, const char *num, size_t len)
 		jcs_putc(&st->sink, '0');
 	else
 	{
-		outlen = jcs_layout(o.neg, o.digits, o.ndigits, (int) o.n, out);
+		outlen = layout(o.neg, o.digits, o.ndigits, (int) o.n, out);
 		jcs_putn(&st->sink, out, outlen);
 	}
 

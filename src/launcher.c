@@ -66,22 +66,22 @@ typedef struct IgDb
 	NameData	name;
 	TimestampTz last_start;		/* of its last pass; 0 = never */
 	TimestampTz not_before;		/* busy with DROP, RENAME...: wait */
-	IdemExtState ext;
-	IdemPassState pass;
+	IgExtState ext;
+	IgPassState pass;
 	bool		seen;			/* in the latest scan */
 } IgDb;
 
-static IgDb *ig_dbs = NULL;
-static int	ig_ndbs = 0;
-static BackgroundWorkerHandle **ig_handles = NULL;	/* per slot */
-static bool *ig_ended = NULL;	/* per slot: asked to end its pass */
-static List *ig_reported = NIL; /* names reported missing */
-static bool ig_named = false;	/* idem_gate.database lists databases */
-static Oid	ig_roleoid = InvalidOid;
-static bool ig_role_ok = true;
-static bool ig_rescan = true;
-static TimestampTz ig_start_retry = 0;
-static MemoryContext ig_scan_cxt = NULL;
+static IgDb *dbs = NULL;
+static int	ndbs = 0;
+static BackgroundWorkerHandle **handles = NULL;	/* per slot */
+static bool *ended = NULL;	/* per slot: asked to end its pass */
+static List *reported_missing = NIL; /* names reported missing */
+static bool names_given = false;	/* idem_gate.database lists databases */
+static Oid	worker_roleoid = InvalidOid;
+static bool role_ok = true;
+static bool rescan = true;
+static TimestampTz start_retry = 0;
+static MemoryContext scan_cxt = NULL;
 
 PGDLLEXPORT void idem_gate_launcher_main(Datum main_arg);
 
@@ -91,7 +91,7 @@ PGDLLEXPORT void idem_gate_launcher_main(Datum main_arg);
  * SIGHUP, a janitor's exit and postmaster death end the wait.
  */
 static void
-ig_wait(long timeout_ms)
+wait_on_latch(long timeout_ms)
 {
 	int			rc;
 
@@ -105,7 +105,7 @@ ig_wait(long timeout_ms)
 	{
 		ConfigReloadPending = false;
 		ProcessConfigFile(PGC_SIGHUP);
-		ig_rescan = true;
+		rescan = true;
 	}
 }
 
@@ -118,7 +118,7 @@ ig_wait(long timeout_ms)
  * and released at once.
  */
 static bool
-ig_database_wanted(Oid dboid)
+database_wanted(Oid dboid)
 {
 	LOCKTAG		tag;
 
@@ -131,7 +131,7 @@ ig_database_wanted(Oid dboid)
 
 /* Was this name reported as missing or unusable? */
 static bool
-ig_was_reported(List *reported, const char *name)
+was_reported(List *reported, const char *name)
 {
 	ListCell   *lc;
 
@@ -145,26 +145,26 @@ ig_was_reported(List *reported, const char *name)
 
 /* Mark a database as one to serve, adding it if new. */
 static void
-ig_db_seen(Form_pg_database form)
+db_seen(Form_pg_database form)
 {
 	static int	allocated = 0;
 	IgDb	   *db = NULL;
 
-	for (int i = 0; i < ig_ndbs && db == NULL; i++)
+	for (int i = 0; i < ndbs && db == NULL; i++)
 	{
-		if (ig_dbs[i].dboid == form->oid)
-			db = &ig_dbs[i];
+		if (dbs[i].dboid == form->oid)
+			db = &dbs[i];
 	}
 	if (db == NULL)
 	{
-		if (ig_ndbs == allocated)
+		if (ndbs == allocated)
 		{
 			allocated = Max(16, allocated * 2);
-			ig_dbs = ig_dbs ?
-				repalloc(ig_dbs, allocated * sizeof(IgDb)) :
+			dbs = dbs ?
+				repalloc(dbs, allocated * sizeof(IgDb)) :
 				MemoryContextAlloc(TopMemoryContext, allocated * sizeof(IgDb));
 		}
-		db = &ig_dbs[ig_ndbs++];
+		db = &dbs[ndbs++];
 		memset(db, 0, sizeof(IgDb));
 		db->dboid = form->oid;
 	}
@@ -174,12 +174,12 @@ ig_db_seen(Form_pg_database form)
 
 /* A database the launcher serves, named for a (rare) log line. */
 static const char *
-ig_db_name(Oid dboid)
+db_name(Oid dboid)
 {
-	for (int i = 0; i < ig_ndbs; i++)
+	for (int i = 0; i < ndbs; i++)
 	{
-		if (ig_dbs[i].dboid == dboid)
-			return psprintf("\"%s\"", NameStr(ig_dbs[i].name));
+		if (dbs[i].dboid == dboid)
+			return psprintf("\"%s\"", NameStr(dbs[i].name));
 	}
 	return psprintf("with OID %u", dboid);
 }
@@ -192,9 +192,9 @@ ig_db_name(Oid dboid)
  * connections is reported once, until it comes back.
  */
 static void
-ig_scan(void)
+scan_databases(void)
 {
-	MemoryContext old = MemoryContextSwitchTo(ig_scan_cxt);
+	MemoryContext old = MemoryContextSwitchTo(scan_cxt);
 	List	   *names = NIL;
 	List	   *found = NIL;
 	List	   *reported = NIL;
@@ -204,15 +204,15 @@ ig_scan(void)
 	ListCell   *lc;
 	int			kept = 0;
 
-	if (idem_database != NULL && !SplitGUCList(pstrdup(idem_database), ',', &names))
+	if (ig_worker_database != NULL && !SplitGUCList(pstrdup(ig_worker_database), ',', &names))
 		names = NIL;			/* the check hook refuses a bad list */
-	ig_named = (names != NIL);
-	for (int i = 0; i < ig_ndbs; i++)
-		ig_dbs[i].seen = false;
+	names_given = (names != NIL);
+	for (int i = 0; i < ndbs; i++)
+		dbs[i].seen = false;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	MemoryContextSwitchTo(ig_scan_cxt);
+	MemoryContextSwitchTo(scan_cxt);
 	rel = table_open(DatabaseRelationId, AccessShareLock);
 	scan = table_beginscan_catalog(rel, 0, NULL);
 	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
@@ -222,10 +222,10 @@ ig_scan(void)
 
 		if (database_is_invalid_form(db))
 			continue;			/* a DROP DATABASE was interrupted */
-		if (!ig_named)
+		if (!names_given)
 		{
 			if (db->datallowconn && !db->datistemplate)
-				ig_db_seen(db);
+				db_seen(db);
 			continue;
 		}
 		foreach(lc, names)
@@ -234,11 +234,11 @@ ig_scan(void)
 				continue;
 			found = lappend(found, lfirst(lc));
 			if (db->datallowconn)
-				ig_db_seen(db);
+				db_seen(db);
 			else
 			{
 				reported = lappend(reported, pstrdup(name));
-				if (!ig_was_reported(ig_reported, name))
+				if (!was_reported(reported_missing, name))
 					ereport(LOG,
 							(errmsg("idem_gate: database \"%s\" does not allow connections; the janitor skips it",
 									name)));
@@ -255,7 +255,7 @@ ig_scan(void)
 		if (list_member_ptr(found, name))
 			continue;
 		reported = lappend(reported, pstrdup(name));
-		if (!ig_was_reported(ig_reported, name))
+		if (!was_reported(reported_missing, name))
 			ereport(LOG,
 					(errmsg("idem_gate: database \"%s\" does not exist; the janitor waits for it",
 							name),
@@ -263,10 +263,10 @@ ig_scan(void)
 	}
 
 	/* the role, found again in case it was dropped or created */
-	ig_roleoid = InvalidOid;
-	if (idem_worker_role != NULL && idem_worker_role[0] != '\0')
+	worker_roleoid = InvalidOid;
+	if (ig_worker_role != NULL && ig_worker_role[0] != '\0')
 	{
-		bool		was_ok = ig_role_ok;
+		bool		was_ok = role_ok;
 
 		rel = table_open(AuthIdRelationId, AccessShareLock);
 		scan = table_beginscan_catalog(rel, 0, NULL);
@@ -274,37 +274,37 @@ ig_scan(void)
 		{
 			Form_pg_authid role = (Form_pg_authid) GETSTRUCT(tup);
 
-			if (strcmp(NameStr(role->rolname), idem_worker_role) == 0)
-				ig_roleoid = role->oid;
+			if (strcmp(NameStr(role->rolname), ig_worker_role) == 0)
+				worker_roleoid = role->oid;
 		}
 		table_endscan(scan);
 		table_close(rel, AccessShareLock);
-		ig_role_ok = OidIsValid(ig_roleoid);
-		if (!ig_role_ok && was_ok)
+		role_ok = OidIsValid(worker_roleoid);
+		if (!role_ok && was_ok)
 			ereport(LOG,
 					(errmsg("idem_gate: role \"%s\" does not exist; the janitor waits for it",
-							idem_worker_role),
+							ig_worker_role),
 					 errhint("Create the role, or set idem_gate.worker_role to an existing role and reload the configuration.")));
 	}
 	else
-		ig_role_ok = true;
+		role_ok = true;
 	CommitTransactionCommand();
 
 	/* keep what was seen; remember what was reported, for the next scan */
-	for (int i = 0; i < ig_ndbs; i++)
+	for (int i = 0; i < ndbs; i++)
 	{
-		if (ig_dbs[i].seen)
-			ig_dbs[kept++] = ig_dbs[i];
+		if (dbs[i].seen)
+			dbs[kept++] = dbs[i];
 	}
-	ig_ndbs = kept;
+	ndbs = kept;
 
 	MemoryContextSwitchTo(TopMemoryContext);
-	list_free_deep(ig_reported);
-	ig_reported = NIL;
+	list_free_deep(reported_missing);
+	reported_missing = NIL;
 	foreach(lc, reported)
-		ig_reported = lappend(ig_reported, pstrdup((char *) lfirst(lc)));
+		reported_missing = lappend(reported_missing, pstrdup((char *) lfirst(lc)));
 	MemoryContextSwitchTo(old);
-	MemoryContextReset(ig_scan_cxt);
+	MemoryContextReset(scan_cxt);
 }
 
 /*
@@ -312,30 +312,30 @@ ig_scan(void)
  * extension for the next pass in its database.
  */
 static void
-ig_slot_free(int i)
+slot_free(int i)
 {
-	IdemJanitorSlot *slot = &idem_workers->slots[i];
+	IgJanitorSlot *slot = &ig_worker_shared->slots[i];
 	Oid			dboid;
-	IdemExtState ext;
-	IdemPassState pass;
+	IgExtState ext;
+	IgPassState pass;
 
-	SpinLockAcquire(&idem_workers->mutex);
+	SpinLockAcquire(&ig_worker_shared->mutex);
 	dboid = slot->dboid;
 	ext = slot->ext;
 	pass = slot->pass;
-	slot->state = IDEM_SLOT_FREE;
+	slot->state = IG_SLOT_FREE;
 	slot->pid = 0;
-	SpinLockRelease(&idem_workers->mutex);
+	SpinLockRelease(&ig_worker_shared->mutex);
 
-	ig_ended[i] = false;
-	for (int d = 0; d < ig_ndbs; d++)
+	ended[i] = false;
+	for (int d = 0; d < ndbs; d++)
 	{
-		if (ig_dbs[d].dboid != dboid)
+		if (dbs[d].dboid != dboid)
 			continue;
-		if (ext != IDEM_EXT_UNKNOWN)
-			ig_dbs[d].ext = ext;
-		if (pass != IDEM_PASS_UNKNOWN)
-			ig_dbs[d].pass = pass;
+		if (ext != IG_EXT_UNKNOWN)
+			dbs[d].ext = ext;
+		if (pass != IG_PASS_UNKNOWN)
+			dbs[d].pass = pass;
 	}
 }
 
@@ -346,62 +346,62 @@ ig_slot_free(int i)
  * connections.  Returns how many slots are in use.
  */
 static int
-ig_watch(TimestampTz now)
+watch_janitors(TimestampTz now)
 {
 	int			active = 0;
 
-	for (int i = 0; i < idem_workers->nslots; i++)
+	for (int i = 0; i < ig_worker_shared->nslots; i++)
 	{
-		IdemJanitorSlot *slot = &idem_workers->slots[i];
-		IdemSlotState state;
+		IgJanitorSlot *slot = &ig_worker_shared->slots[i];
+		IgSlotState state;
 		pid_t		pid;
 		Oid			dboid;
 		TimestampTz assigned;
 		bool		gone;
 
-		SpinLockAcquire(&idem_workers->mutex);
+		SpinLockAcquire(&ig_worker_shared->mutex);
 		state = slot->state;
 		pid = slot->pid;
 		dboid = slot->dboid;
 		assigned = slot->assigned;
-		SpinLockRelease(&idem_workers->mutex);
+		SpinLockRelease(&ig_worker_shared->mutex);
 
-		if (state == IDEM_SLOT_FREE)
+		if (state == IG_SLOT_FREE)
 			continue;
-		if (ig_handles[i] != NULL)
+		if (handles[i] != NULL)
 		{
 			pid_t		bgpid;
 
-			gone = (GetBackgroundWorkerPid(ig_handles[i], &bgpid) == BGWH_STOPPED);
+			gone = (GetBackgroundWorkerPid(handles[i], &bgpid) == BGWH_STOPPED);
 			if (gone)
 			{
-				pfree(ig_handles[i]);
-				ig_handles[i] = NULL;
+				pfree(handles[i]);
+				handles[i] = NULL;
 			}
 		}
-		else if (state == IDEM_SLOT_RUNNING)
+		else if (state == IG_SLOT_RUNNING)
 			gone = (kill(pid, 0) != 0);
 		else
-			gone = (state == IDEM_SLOT_DONE ||
+			gone = (state == IG_SLOT_DONE ||
 					TimestampDifferenceExceeds(assigned, now, IG_ORPHAN_SECS * 1000));
 		if (gone)
 		{
-			ig_slot_free(i);
+			slot_free(i);
 			continue;
 		}
 		active++;
 
-		if (!ig_ended[i] && state == IDEM_SLOT_RUNNING && ig_database_wanted(dboid))
+		if (!ended[i] && state == IG_SLOT_RUNNING && database_wanted(dboid))
 		{
 			ereport(LOG,
 					(errmsg("idem_gate: ending the janitor's pass in database %s, which another session needs without connections",
-							ig_db_name(dboid)),
+							db_name(dboid)),
 					 errdetail("DROP DATABASE, ALTER DATABASE and CREATE DATABASE ... TEMPLATE wait for the database's other sessions to leave.")));
-			if (ig_handles[i] != NULL)
-				TerminateBackgroundWorker(ig_handles[i]);
+			if (handles[i] != NULL)
+				TerminateBackgroundWorker(handles[i]);
 			else
 				(void) kill(pid, SIGTERM);
-			ig_ended[i] = true;
+			ended[i] = true;
 		}
 	}
 	return active;
@@ -409,15 +409,15 @@ ig_watch(TimestampTz now)
 
 /* Is a janitor at work in this database? */
 static bool
-ig_db_busy(Oid dboid)
+db_busy(Oid dboid)
 {
 	bool		busy = false;
 
-	SpinLockAcquire(&idem_workers->mutex);
-	for (int i = 0; i < idem_workers->nslots && !busy; i++)
-		busy = (idem_workers->slots[i].state != IDEM_SLOT_FREE &&
-				idem_workers->slots[i].dboid == dboid);
-	SpinLockRelease(&idem_workers->mutex);
+	SpinLockAcquire(&ig_worker_shared->mutex);
+	for (int i = 0; i < ig_worker_shared->nslots && !busy; i++)
+		busy = (ig_worker_shared->slots[i].state != IG_SLOT_FREE &&
+				ig_worker_shared->slots[i].dboid == dboid);
+	SpinLockRelease(&ig_worker_shared->mutex);
 	return busy;
 }
 
@@ -426,63 +426,63 @@ ig_db_busy(Oid dboid)
  * restart it: the launcher starts the next pass.
  */
 static bool
-ig_start_janitor(IgDb *db)
+start_janitor(IgDb *db)
 {
 	static bool warned = false;
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
-	IdemJanitorArgs args;
+	IgJanitorArgs args;
 	TimestampTz now = GetCurrentTimestamp();
 	int			i;
 
 	memset(&args, 0, sizeof(args));
-	SpinLockAcquire(&idem_workers->mutex);
-	for (i = 0; i < idem_workers->nslots; i++)
+	SpinLockAcquire(&ig_worker_shared->mutex);
+	for (i = 0; i < ig_worker_shared->nslots; i++)
 	{
-		if (idem_workers->slots[i].state == IDEM_SLOT_FREE)
+		if (ig_worker_shared->slots[i].state == IG_SLOT_FREE)
 			break;
 	}
-	if (i < idem_workers->nslots)
+	if (i < ig_worker_shared->nslots)
 	{
-		IdemJanitorSlot *slot = &idem_workers->slots[i];
+		IgJanitorSlot *slot = &ig_worker_shared->slots[i];
 
-		slot->state = IDEM_SLOT_STARTING;
-		slot->generation = ++idem_workers->generation;
+		slot->state = IG_SLOT_STARTING;
+		slot->generation = ++ig_worker_shared->generation;
 		slot->dboid = db->dboid;
 		slot->pid = 0;
-		slot->ext = IDEM_EXT_UNKNOWN;
-		slot->pass = IDEM_PASS_UNKNOWN;
+		slot->ext = IG_EXT_UNKNOWN;
+		slot->pass = IG_PASS_UNKNOWN;
 		slot->assigned = now;
 		args.generation = slot->generation;
 	}
-	SpinLockRelease(&idem_workers->mutex);
-	if (i == idem_workers->nslots)
+	SpinLockRelease(&ig_worker_shared->mutex);
+	if (i == ig_worker_shared->nslots)
 		return false;
 
 	args.dboid = db->dboid;
-	args.roleoid = ig_roleoid;
+	args.roleoid = worker_roleoid;
 	args.prior = db->ext;
 	args.prior_pass = db->pass;
-	args.named = ig_named;
-	idem_worker_init(&worker, "idem_gate janitor", "idem_gate_janitor_main",
-					 BGW_NEVER_RESTART);
+	args.named = names_given;
+	ig_worker_describe(&worker, "idem_gate janitor", "idem_gate_janitor_main",
+					   BGW_NEVER_RESTART);
 	worker.bgw_main_arg = Int32GetDatum(i);
 	memcpy(worker.bgw_extra, &args, sizeof(args));
 	worker.bgw_notify_pid = MyProcPid;
 
 	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
 	{
-		ig_slot_free(i);
+		slot_free(i);
 		if (!warned)
 			ereport(WARNING,
 					(errmsg("idem_gate: could not start a janitor"),
 					 errhint("Raise max_worker_processes; the launcher tries again every %d seconds.",
-							 IDEM_RESTART_SECS)));
+							 IG_RESTART_SECS)));
 		warned = true;
 		return false;
 	}
 	warned = false;
-	ig_handles[i] = handle;
+	handles[i] = handle;
 	return true;
 }
 
@@ -491,26 +491,26 @@ ig_start_janitor(IgDb *db)
  * up to idem_gate.max_janitors at once.  Returns when to look again.
  */
 static TimestampTz
-ig_start_due(TimestampTz now, int *active)
+start_due(TimestampTz now, int *active)
 {
-	int			limit = Min(idem_max_janitors, idem_workers->nslots);
-	TimestampTz wake = TimestampTzPlusMilliseconds(now, idem_naptime * 1000L);
+	int			limit = Min(ig_worker_max_janitors, ig_worker_shared->nslots);
+	TimestampTz wake = TimestampTzPlusMilliseconds(now, ig_worker_naptime * 1000L);
 
-	if (!ig_role_ok)
+	if (!role_ok)
 		return wake;			/* the next scan looks for it again */
-	if (now < ig_start_retry)
-		return ig_start_retry;
+	if (now < start_retry)
+		return start_retry;
 
 	for (;;)
 	{
 		IgDb	   *best = NULL;
 
-		for (int d = 0; d < ig_ndbs; d++)
+		for (int d = 0; d < ndbs; d++)
 		{
-			IgDb	   *db = &ig_dbs[d];
+			IgDb	   *db = &dbs[d];
 			TimestampTz due = Max(db->not_before,
 								  TimestampTzPlusMilliseconds(db->last_start,
-															  idem_naptime * 1000L));
+															  ig_worker_naptime * 1000L));
 
 			if (db->last_start == 0)
 				due = db->not_before;
@@ -519,22 +519,22 @@ ig_start_due(TimestampTz now, int *active)
 				wake = Min(wake, due);
 				continue;
 			}
-			if (ig_db_busy(db->dboid))
+			if (db_busy(db->dboid))
 				continue;
 			if (best == NULL || db->last_start < best->last_start)
 				best = db;
 		}
 		if (best == NULL || *active >= limit)
 			break;
-		if (ig_database_wanted(best->dboid))
+		if (database_wanted(best->dboid))
 		{
 			best->not_before = TimestampTzPlusMilliseconds(now, IG_BUSY_RETRY_MS);
 			continue;
 		}
-		if (!ig_start_janitor(best))
+		if (!start_janitor(best))
 		{
-			ig_start_retry = TimestampTzPlusMilliseconds(now, IDEM_RESTART_SECS * 1000L);
-			return ig_start_retry;
+			start_retry = TimestampTzPlusMilliseconds(now, IG_RESTART_SECS * 1000L);
+			return start_retry;
 		}
 		best->last_start = now;
 		(*active)++;
@@ -557,13 +557,13 @@ idem_gate_launcher_main(Datum main_arg)
 	/* no database: only the shared catalogs */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
-	ig_scan_cxt = AllocSetContextCreate(TopMemoryContext,
-										"idem_gate launcher scan",
-										ALLOCSET_DEFAULT_SIZES);
-	ig_handles = MemoryContextAllocZero(TopMemoryContext,
-										idem_workers->nslots * sizeof(*ig_handles));
-	ig_ended = MemoryContextAllocZero(TopMemoryContext,
-									  idem_workers->nslots * sizeof(bool));
+	scan_cxt = AllocSetContextCreate(TopMemoryContext,
+									 "idem_gate launcher scan",
+									 ALLOCSET_DEFAULT_SIZES);
+	handles = MemoryContextAllocZero(TopMemoryContext,
+									 ig_worker_shared->nslots * sizeof(*handles));
+	ended = MemoryContextAllocZero(TopMemoryContext,
+								   ig_worker_shared->nslots * sizeof(bool));
 
 	for (;;)
 	{
@@ -571,18 +571,18 @@ idem_gate_launcher_main(Datum main_arg)
 		TimestampTz wake;
 		int			active;
 
-		active = ig_watch(now);
-		if (ig_rescan || now >= next_scan)
+		active = watch_janitors(now);
+		if (rescan || now >= next_scan)
 		{
-			ig_scan();
-			ig_rescan = false;
-			next_scan = TimestampTzPlusMilliseconds(now, idem_naptime * 1000L);
+			scan_databases();
+			rescan = false;
+			next_scan = TimestampTzPlusMilliseconds(now, ig_worker_naptime * 1000L);
 		}
-		wake = Min(ig_start_due(now, &active), next_scan);
+		wake = Min(start_due(now, &active), next_scan);
 
 		/* janitors at work: watch for a DROP DATABASE waiting on them */
 		if (active > 0)
 			wake = Min(wake, TimestampTzPlusMilliseconds(now, IG_WATCH_MS));
-		ig_wait((long) ((wake - GetCurrentTimestamp()) / 1000) + 1);
+		wait_on_latch((long) ((wake - GetCurrentTimestamp()) / 1000) + 1);
 	}
 }

@@ -75,19 +75,19 @@
 
 IgShape		ig_shape;
 
-static IgTableShape ig_tables[IG_NUM_TABLES];
-static MemoryContext ig_table_cxt[IG_NUM_TABLES];
+static IgTableShape table_shapes[IG_NUM_TABLES];
+static MemoryContext table_cxt[IG_NUM_TABLES];
 
-static const char *const ig_table_names[IG_NUM_TABLES] = {
+static const char *const table_names[IG_NUM_TABLES] = {
 	"claims", "audit", "janitor_watermarks", "policies", "workflow_acl"
 };
 
 /* Whether row security applies to the user last asked about, per table. */
-static Oid	ig_rls_user[IG_NUM_TABLES];
-static bool ig_rls_known[IG_NUM_TABLES];
-static bool ig_rls_answer[IG_NUM_TABLES];
+static Oid	rls_user[IG_NUM_TABLES];
+static bool rls_known[IG_NUM_TABLES];
+static bool rls_answer[IG_NUM_TABLES];
 
-static const char *const ig_col_names[IG_NUM_COLS] = {
+static const char *const col_names[IG_NUM_COLS] = {
 	"workflow", "key", "state", "attempt", "token", "execution_id",
 	"fingerprint", "result", "last_error", "created_at", "claimed_at",
 	"updated_at", "completed_at", "alerted_token", "token_issued",
@@ -95,14 +95,14 @@ static const char *const ig_col_names[IG_NUM_COLS] = {
 };
 
 /* Each column's type as the extension makes it; InvalidOid: the state enum */
-static const Oid ig_col_types[IG_NUM_COLS] = {
+static const Oid col_types[IG_NUM_COLS] = {
 	TEXTOID, TEXTOID, InvalidOid, INT4OID, INT8OID, TEXTOID,
 	TEXTOID, JSONBOID, TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID,
 	TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, BOOLOID,
 	JSONBOID, INT4OID
 };
 
-static const bool ig_col_not_null[IG_NUM_COLS] = {
+static const bool col_not_null[IG_NUM_COLS] = {
 	true, true, true, true, true, false,
 	false, false, false, true, true,
 	true, false, false, true,
@@ -114,7 +114,7 @@ static const bool ig_col_not_null[IG_NUM_COLS] = {
  * them.  A constraint is the extension's when its expression is this one,
  * whatever its name: one a DBA redefined under the same name is not.
  */
-static const char *const ig_claims_checks[] = {
+static const char *const claims_checks[] = {
 	"workflow OPERATOR(pg_catalog.<>) ''",
 	"key OPERATOR(pg_catalog.<>) ''",
 	"attempt OPERATOR(pg_catalog.>=) 1",
@@ -136,7 +136,7 @@ static const char *const ig_claims_checks[] = {
  * pg_catalog functions that run a query given to them as text: they
  * resolve its names at run time, so they count as code.
  */
-static const char *const ig_query_functions[] = {
+static const char *const query_functions[] = {
 	"query_to_xml", "query_to_xmlschema", "query_to_xml_and_xmlschema",
 	"cursor_to_xml", "cursor_to_xmlschema", "table_to_xml",
 	"table_to_xmlschema", "table_to_xml_and_xmlschema", "schema_to_xml",
@@ -151,14 +151,14 @@ static const char *const ig_query_functions[] = {
  * part of idem_gate.claims.
  */
 static void
-ig_shape_relcache_cb(Datum arg, Oid relid)
+shape_relcache_cb(Datum arg, Oid relid)
 {
 	for (int i = 0; i < IG_NUM_TABLES; i++)
 	{
-		if (relid == InvalidOid || relid == ig_tables[i].relid)
+		if (relid == InvalidOid || relid == table_shapes[i].relid)
 		{
-			ig_tables[i].valid = false;
-			ig_rls_known[i] = false;
+			table_shapes[i].valid = false;
+			rls_known[i] = false;
 		}
 	}
 	if (relid == InvalidOid || relid == ig_shape.relid ||
@@ -168,35 +168,35 @@ ig_shape_relcache_cb(Datum arg, Oid relid)
 
 /* A role's attributes or memberships changed: ask row security again. */
 static void
-ig_shape_role_cb(Datum arg, int cacheid, uint32 hashvalue)
+shape_role_cb(Datum arg, int cacheid, uint32 hashvalue)
 {
 	for (int i = 0; i < IG_NUM_TABLES; i++)
-		ig_rls_known[i] = false;
+		rls_known[i] = false;
 }
 
 /* Register the invalidation callbacks, once per backend. */
 static void
-ig_shape_register(void)
+shape_register(void)
 {
 	static bool registered = false;
 
 	if (registered)
 		return;
-	CacheRegisterRelcacheCallback(ig_shape_relcache_cb, (Datum) 0);
-	CacheRegisterSyscacheCallback(AUTHOID, ig_shape_role_cb, (Datum) 0);
-	CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, ig_shape_role_cb, (Datum) 0);
+	CacheRegisterRelcacheCallback(shape_relcache_cb, (Datum) 0);
+	CacheRegisterSyscacheCallback(AUTHOID, shape_role_cb, (Datum) 0);
+	CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, shape_role_cb, (Datum) 0);
 	for (int i = 0; i < IG_NUM_TABLES; i++)
-		ig_table_cxt[i] = AllocSetContextCreate(TopMemoryContext,
-												"idem_gate table shape",
-												ALLOCSET_SMALL_SIZES);
+		table_cxt[i] = AllocSetContextCreate(TopMemoryContext,
+											 "idem_gate table shape",
+											 ALLOCSET_SMALL_SIZES);
 	registered = true;
 }
 
 /* The name of a table, for messages: idem_gate.<name>. */
 const char *
-ig_table_name(IgTable table)
+ig_shape_table_name(IgTable table)
 {
-	return psprintf("idem_gate.%s", ig_table_names[table]);
+	return psprintf("idem_gate.%s", table_names[table]);
 }
 
 /*
@@ -205,7 +205,7 @@ ig_table_name(IgTable table)
  * and idem_gate's are; anything else a DBA may have written is not.
  */
 static bool
-ig_function_is_ours(Oid fn)
+function_is_ours(Oid fn)
 {
 	HeapTuple	tup;
 	Form_pg_proc proc;
@@ -218,8 +218,8 @@ ig_function_is_ours(Oid fn)
 	if (proc->pronamespace == PG_CATALOG_NAMESPACE)
 	{
 		ours = true;
-		for (int i = 0; i < lengthof(ig_query_functions); i++)
-			if (strcmp(NameStr(proc->proname), ig_query_functions[i]) == 0)
+		for (int i = 0; i < lengthof(query_functions); i++)
+			if (strcmp(NameStr(proc->proname), query_functions[i]) == 0)
 				ours = false;
 	}
 	ReleaseSysCache(tup);
@@ -235,34 +235,34 @@ ig_function_is_ours(Oid fn)
 
 /* check_functions_in_node() callback: true stops at a function of others. */
 static bool
-ig_function_is_others(Oid fn, void *context)
+function_is_others(Oid fn, void *context)
 {
-	return !ig_function_is_ours(fn);
+	return !function_is_ours(fn);
 }
 
 /* Walk an expression for code: a function of others, or a subquery. */
 static bool
-ig_expr_code_walker(Node *node, void *context)
+expr_code_walker(Node *node, void *context)
 {
 	if (node == NULL)
 		return false;
 	if (IsA(node, SubLink) || IsA(node, SubPlan) || IsA(node, Query))
 		return true;
-	if (check_functions_in_node(node, ig_function_is_others, context))
+	if (check_functions_in_node(node, function_is_others, context))
 		return true;
-	return expression_tree_walker(node, ig_expr_code_walker, context);
+	return expression_tree_walker(node, expr_code_walker, context);
 }
 
 /* Does a stored expression (nodeToString form, or a tree) call code? */
 static bool
-ig_expr_runs_code(Node *expr)
+expr_runs_code(Node *expr)
 {
-	return ig_expr_code_walker(expr, NULL);
+	return expr_code_walker(expr, NULL);
 }
 
 /* Is a type PostgreSQL's own or idem_gate's (not a domain of somebody's)? */
 static bool
-ig_type_is_ours(Oid typid)
+type_is_ours(Oid typid)
 {
 	Oid			ext = get_extension_oid("idem_gate", true);
 	HeapTuple	tup;
@@ -285,7 +285,7 @@ ig_type_is_ours(Oid typid)
  * writes maintain it exactly as an INSERT or UPDATE would.
  */
 static bool
-ig_index_runs_code(Oid indexoid, bool *plain)
+index_runs_code(Oid indexoid, bool *plain)
 {
 	HeapTuple	tup;
 	Form_pg_index index;
@@ -303,10 +303,10 @@ ig_index_runs_code(Oid indexoid, bool *plain)
 		heap_attisnull(tup, Anum_pg_index_indpred, NULL);
 
 	d = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indexprs, &isnull);
-	if (!isnull && ig_expr_runs_code(stringToNode(TextDatumGetCString(d))))
+	if (!isnull && expr_runs_code(stringToNode(TextDatumGetCString(d))))
 		code = true;
 	d = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indpred, &isnull);
-	if (!isnull && ig_expr_runs_code(stringToNode(TextDatumGetCString(d))))
+	if (!isnull && expr_runs_code(stringToNode(TextDatumGetCString(d))))
 		code = true;
 	d = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indclass, &isnull);
 	if (!isnull)
@@ -331,7 +331,7 @@ ig_index_runs_code(Oid indexoid, bool *plain)
 
 /* The name of a rule, by a lookup of pg_rewrite. */
 static char *
-ig_rule_name(Oid ruleid)
+rule_name(Oid ruleid)
 {
 	Relation	rel = table_open(RewriteRelationId, AccessShareLock);
 	ScanKeyData skey;
@@ -363,7 +363,7 @@ ig_rule_name(Oid ruleid)
  * its policies.
  */
 static void
-ig_table_find_code(Relation rel, IgTableShape *s)
+table_find_code(Relation rel, IgTableShape *s)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	List	   *indexes;
@@ -389,7 +389,7 @@ ig_table_find_code(Relation rel, IgTableShape *s)
 	{
 		for (int i = 0; i < rel->rd_rules->numLocks && s->rule == NULL; i++)
 			if (rel->rd_rules->rules[i]->enabled != RULE_DISABLED)
-				s->rule = ig_rule_name(rel->rd_rules->rules[i]->ruleId);
+				s->rule = rule_name(rel->rd_rules->rules[i]->ruleId);
 		if (s->rule != NULL)
 			IG_FOUND(write_code, "rule \"%s\"", s->rule);
 	}
@@ -400,18 +400,18 @@ ig_table_find_code(Relation rel, IgTableShape *s)
 
 		if (att->attisdropped)
 			continue;
-		if (!ig_type_is_ours(att->atttypid))
+		if (!type_is_ours(att->atttypid))
 			IG_FOUND(write_code, "column \"%s\" of type %s", NameStr(att->attname),
 					 format_type_be(att->atttypid));
 	}
 	if (desc->constr != NULL)
 	{
 		for (int i = 0; i < desc->constr->num_defval; i++)
-			if (ig_expr_runs_code(stringToNode(desc->constr->defval[i].adbin)))
+			if (expr_runs_code(stringToNode(desc->constr->defval[i].adbin)))
 				IG_FOUND(write_code, "the default of column \"%s\"",
 						 NameStr(TupleDescAttr(desc, desc->constr->defval[i].adnum - 1)->attname));
 		for (int i = 0; i < desc->constr->num_check; i++)
-			if (ig_expr_runs_code(stringToNode(desc->constr->check[i].ccbin)))
+			if (expr_runs_code(stringToNode(desc->constr->check[i].ccbin)))
 				IG_FOUND(write_code, "CHECK constraint \"%s\"",
 						 desc->constr->check[i].ccname);
 	}
@@ -421,7 +421,7 @@ ig_table_find_code(Relation rel, IgTableShape *s)
 	{
 		bool		plain;
 
-		if (ig_index_runs_code(lfirst_oid(lc), &plain))
+		if (index_runs_code(lfirst_oid(lc), &plain))
 			IG_FOUND(write_code, "index \"%s\"", get_rel_name(lfirst_oid(lc)));
 	}
 	list_free(indexes);
@@ -432,8 +432,8 @@ ig_table_find_code(Relation rel, IgTableShape *s)
 		{
 			RowSecurityPolicy *p = lfirst(lc);
 
-			if (ig_expr_runs_code((Node *) p->qual) ||
-				ig_expr_runs_code((Node *) p->with_check_qual))
+			if (expr_runs_code((Node *) p->qual) ||
+				expr_runs_code((Node *) p->with_check_qual))
 				IG_FOUND(policy_code, "policy \"%s\"", p->policy_name);
 		}
 	}
@@ -442,28 +442,28 @@ ig_table_find_code(Relation rel, IgTableShape *s)
 
 /* Decide one table's shape: where it is, who owns it, what it runs. */
 static void
-ig_table_load(IgTable table)
+table_load(IgTable table)
 {
-	IgTableShape *s = &ig_tables[table];
+	IgTableShape *s = &table_shapes[table];
 	MemoryContext old;
 	Oid			nsp;
 	Relation	rel;
 
-	ig_shape_register();
-	MemoryContextReset(ig_table_cxt[table]);
-	old = MemoryContextSwitchTo(ig_table_cxt[table]);
+	shape_register();
+	MemoryContextReset(table_cxt[table]);
+	old = MemoryContextSwitchTo(table_cxt[table]);
 	memset(s, 0, sizeof(*s));
 	s->valid = true;			/* an invalidation from here on counts */
-	ig_rls_known[table] = false;
+	rls_known[table] = false;
 	nsp = get_namespace_oid("idem_gate", false);
-	s->relid = get_relname_relid(ig_table_names[table], nsp);
+	s->relid = get_relname_relid(table_names[table], nsp);
 	if (OidIsValid(s->relid))
 	{
 		rel = table_open(s->relid, AccessShareLock);
 		s->owner = rel->rd_rel->relowner;
 		s->rls = rel->rd_rel->relrowsecurity;
 		s->force_rls = rel->rd_rel->relforcerowsecurity;
-		ig_table_find_code(rel, s);
+		table_find_code(rel, s);
 		table_close(rel, AccessShareLock);
 	}
 	MemoryContextSwitchTo(old);
@@ -471,11 +471,11 @@ ig_table_load(IgTable table)
 
 /* A table's shape, decided again if it changed since. */
 const IgTableShape *
-ig_table_shape(IgTable table)
+ig_shape_table(IgTable table)
 {
-	if (!ig_tables[table].valid)
-		ig_table_load(table);
-	return &ig_tables[table];
+	if (!table_shapes[table].valid)
+		table_load(table);
+	return &table_shapes[table];
 }
 
 /*
@@ -486,20 +486,20 @@ ig_table_shape(IgTable table)
  * asked about until a role or the table changes.
  */
 bool
-ig_rls_applies(IgTable table)
+ig_shape_rls_applies(IgTable table)
 {
-	const IgTableShape *s = ig_table_shape(table);
+	const IgTableShape *s = ig_shape_table(table);
 	Oid			user = GetUserId();
 
 	if (!s->rls)
 		return false;
-	if (!ig_rls_known[table] || ig_rls_user[table] != user)
+	if (!rls_known[table] || rls_user[table] != user)
 	{
-		ig_rls_answer[table] = (check_enable_rls(s->relid, InvalidOid, true) == RLS_ENABLED);
-		ig_rls_user[table] = user;
-		ig_rls_known[table] = true;
+		rls_answer[table] = (check_enable_rls(s->relid, InvalidOid, true) == RLS_ENABLED);
+		rls_user[table] = user;
+		rls_known[table] = true;
 	}
-	return ig_rls_answer[table];
+	return rls_answer[table];
 }
 
 /*
@@ -508,7 +508,7 @@ ig_rls_applies(IgTable table)
  * constraint, to compare with a stored one (locations aside).
  */
 static Node *
-ig_cook_check(Relation rel, const char *src)
+cook_check(Relation rel, const char *src)
 {
 	List	   *raw = raw_parser(psprintf("SELECT %s", src), RAW_PARSE_DEFAULT);
 	SelectStmt *select = (SelectStmt *) ((RawStmt *) linitial(raw))->stmt;
@@ -531,12 +531,12 @@ ig_cook_check(Relation rel, const char *src)
  * each once, by definition?
  */
 static bool
-ig_claims_checks_ours(Relation rel)
+claims_checks_ours(Relation rel)
 {
 	TupleConstr *constr = RelationGetDescr(rel)->constr;
 	int			n = constr ? constr->num_check : 0;
-	int			ours = ig_shape.has_payload ? lengthof(ig_claims_checks) : IG_CLAIMS_CHECKS_1_1;
-	bool		seen[lengthof(ig_claims_checks)] = {false};
+	int			ours = ig_shape.has_payload ? lengthof(claims_checks) : IG_CLAIMS_CHECKS_1_1;
+	bool		seen[lengthof(claims_checks)] = {false};
 
 	if (n != ours)
 		return false;
@@ -547,7 +547,7 @@ ig_claims_checks_ours(Relation rel)
 
 		for (int j = 0; j < ours && !found; j++)
 		{
-			if (!seen[j] && equal(stored, ig_cook_check(rel, ig_claims_checks[j])))
+			if (!seen[j] && equal(stored, cook_check(rel, claims_checks[j])))
 				found = seen[j] = true;
 		}
 		if (!found)
@@ -562,9 +562,9 @@ ig_claims_checks_ours(Relation rel)
  * The common shape (code, rules) is decided already.
  */
 static void
-ig_claims_decide(Relation rel, Oid state_type)
+claims_decide(Relation rel, Oid state_type)
 {
-	const IgTableShape *s = ig_table_shape(IG_TABLE_CLAIMS);
+	const IgTableShape *s = ig_shape_table(IG_TABLE_CLAIMS);
 	TupleDesc	desc = RelationGetDescr(rel);
 	List	   *indexes;
 	ListCell   *lc;
@@ -612,16 +612,16 @@ ig_claims_decide(Relation rel, Oid state_type)
 			IG_NOT_DIRECT("it has a column the extension did not make");
 			continue;
 		}
-		if (att->atttypid != (OidIsValid(ig_col_types[col]) ? ig_col_types[col] : state_type))
+		if (att->atttypid != (OidIsValid(col_types[col]) ? col_types[col] : state_type))
 			IG_NOT_DIRECT("a column's type was changed");
-		if (att->attnotnull != ig_col_not_null[col])
+		if (att->attnotnull != col_not_null[col])
 			IG_NOT_DIRECT("a column's NOT NULL was changed");
 		if (att->attgenerated != '\0')
 			IG_NOT_DIRECT("a column is generated");
 		if (att->atthasdef && col != IG_COL_TOKEN_ISSUED)
 			IG_NOT_DIRECT("a column has a default");
 	}
-	if (!ig_claims_checks_ours(rel))
+	if (!claims_checks_ours(rel))
 		IG_NOT_DIRECT("its CHECK constraints are not the extension's");
 
 	indexes = RelationGetIndexList(rel);
@@ -629,7 +629,7 @@ ig_claims_decide(Relation rel, Oid state_type)
 	{
 		bool		plain;
 
-		if (ig_index_runs_code(lfirst_oid(lc), &plain) || !plain)
+		if (index_runs_code(lfirst_oid(lc), &plain) || !plain)
 			IG_NOT_DIRECT("it has an index with expressions, a predicate, an exclusion, a deferred check or an operator class of somebody else's");
 	}
 	list_free(indexes);
@@ -641,7 +641,7 @@ ig_claims_decide(Relation rel, Oid state_type)
  * twice: a cycling sequence, or one that counts down.
  */
 static bool
-ig_token_seq_repeats(Oid seqid)
+token_seq_repeats(Oid seqid)
 {
 	HeapTuple	tup = SearchSysCache1(SEQRELID, ObjectIdGetDatum(seqid));
 	bool		repeats;
@@ -662,7 +662,7 @@ ig_token_seq_repeats(Oid seqid)
  * table itself, its 1.1 column, Citus), so that it prepares them anew.
  */
 static void
-ig_shape_load(void)
+shape_load(void)
 {
 	Oid			nsp;
 	Oid			relid;
@@ -673,7 +673,7 @@ ig_shape_load(void)
 	bool		had_payload;
 	bool		had_citus;
 
-	ig_shape_register();
+	shape_register();
 	nsp = get_namespace_oid("idem_gate", false);
 	relid = get_relname_relid("claims", nsp);
 	if (!OidIsValid(relid))
@@ -687,9 +687,9 @@ ig_shape_load(void)
 	ig_shape.relid = relid;
 	for (int i = 0; i < IG_NUM_COLS; i++)
 	{
-		ig_shape.att[i] = get_attnum(relid, ig_col_names[i]);
+		ig_shape.att[i] = get_attnum(relid, col_names[i]);
 		if (ig_shape.att[i] == InvalidAttrNumber && i < IG_COL_TOKEN_ISSUED)
-			elog(ERROR, "idem_gate.claims has no column \"%s\"", ig_col_names[i]);
+			elog(ERROR, "idem_gate.claims has no column \"%s\"", col_names[i]);
 	}
 	ig_shape.has_token_issued = (ig_shape.att[IG_COL_TOKEN_ISSUED] != InvalidAttrNumber);
 	ig_shape.has_payload = (ig_shape.att[IG_COL_PAYLOAD] != InvalidAttrNumber &&
@@ -699,15 +699,15 @@ ig_shape_load(void)
 		elog(ERROR, "sequence idem_gate.token_seq does not exist");
 	ig_shape.state_type = get_atttype(relid, ig_shape.att[IG_COL_STATE]);
 
-	s = ig_table_shape(IG_TABLE_CLAIMS);
+	s = ig_shape_table(IG_TABLE_CLAIMS);
 	rel = table_open(relid, AccessShareLock);
 	ig_shape.pk_index = ig_compat_primary_key(rel);
-	ig_claims_decide(rel, ig_shape.state_type);
+	claims_decide(rel, ig_shape.state_type);
 	table_close(rel, AccessShareLock);
 	ig_shape.refuse = IG_REFUSE_NONE;
 	if (s->rule != NULL)
 		ig_shape.refuse = IG_REFUSE_RULE;
-	else if (ig_token_seq_repeats(ig_shape.token_seq))
+	else if (token_seq_repeats(ig_shape.token_seq))
 		ig_shape.refuse = IG_REFUSE_SEQUENCE;
 	ig_shape.citus = ig_citus_table(relid, &ig_shape.citus_group);
 	ig_shape.logged = false;
@@ -720,6 +720,14 @@ ig_shape_load(void)
 void
 ig_shape_ensure(void)
 {
-	if (!ig_shape.valid || !ig_tables[IG_TABLE_CLAIMS].valid)
-		ig_shape_load();
+	if (!ig_shape.valid || !table_shapes[IG_TABLE_CLAIMS].valid)
+		shape_load();
+}
+
+/* Is idem_gate.claims a Citus table here (rows in shards)? */
+bool
+ig_shape_is_citus(void)
+{
+	ig_shape_ensure();
+	return ig_shape.citus;
 }

@@ -101,9 +101,10 @@ typedef struct IgShape
 
 extern IgShape ig_shape;
 
-extern const IgTableShape *ig_table_shape(IgTable table);
-extern const char *ig_table_name(IgTable table);
-extern bool ig_rls_applies(IgTable table);
+extern const IgTableShape *ig_shape_table(IgTable table);
+extern const char *ig_shape_table_name(IgTable table);
+extern bool ig_shape_rls_applies(IgTable table);
 extern void ig_shape_ensure(void);
+extern bool ig_shape_is_citus(void);
 
 #endif							/* IDEM_GATE_SHAPE_H */

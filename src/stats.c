@@ -22,7 +22,6 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "idem_gate.h"
 #include "stats.h"
 
 typedef struct IgShared
@@ -33,28 +32,28 @@ typedef struct IgShared
 	pg_atomic_uint64 reset_at;	/* TimestampTz */
 } IgShared;
 
-static IgShared *ig_shared = NULL;
+static IgShared *shared = NULL;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-static void ig_stats_shmem_request(void);
-static void ig_stats_shmem_startup(void);
+static void stats_shmem_request(void);
+static void stats_shmem_startup(void);
 
 /*
  * Called from _PG_init while preloading: ask for our shared memory.
  */
 void
-idem_stats_request_shmem(void)
+ig_stats_request_shmem(void)
 {
 	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = ig_stats_shmem_request;
+	shmem_request_hook = stats_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = ig_stats_shmem_startup;
+	shmem_startup_hook = stats_shmem_startup;
 }
 
 static void
-ig_stats_shmem_request(void)
+stats_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
@@ -65,7 +64,7 @@ ig_stats_shmem_request(void)
  * Attach to (or create and zero) the counters.
  */
 static void
-ig_stats_shmem_startup(void)
+stats_shmem_startup(void)
 {
 	bool		found;
 
@@ -73,24 +72,24 @@ ig_stats_shmem_startup(void)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	ig_shared = ShmemInitStruct("idem_gate", sizeof(IgShared), &found);
+	shared = ShmemInitStruct("idem_gate", sizeof(IgShared), &found);
 	if (!found)
 	{
 		for (int i = 0; i < IG_NUM_STATS; i++)
-			pg_atomic_init_u64(&ig_shared->counters[i], 0);
-		pg_atomic_init_u64(&ig_shared->last_pass_end, 0);
-		pg_atomic_init_u64(&ig_shared->last_pass_usecs, 0);
-		pg_atomic_init_u64(&ig_shared->reset_at, (uint64) GetCurrentTimestamp());
+			pg_atomic_init_u64(&shared->counters[i], 0);
+		pg_atomic_init_u64(&shared->last_pass_end, 0);
+		pg_atomic_init_u64(&shared->last_pass_usecs, 0);
+		pg_atomic_init_u64(&shared->reset_at, (uint64) GetCurrentTimestamp());
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
 
 /* Count one event. */
 void
-idem_stats_count(IgStat stat)
+ig_stats_count(IgStat stat)
 {
-	if (ig_shared)
-		pg_atomic_fetch_add_u64(&ig_shared->counters[stat], 1);
+	if (shared)
+		pg_atomic_fetch_add_u64(&shared->counters[stat], 1);
 }
 
 /*
@@ -98,34 +97,34 @@ idem_stats_count(IgStat stat)
  * resolutions): the worker yields to the claims while this moves.
  */
 uint64
-idem_stats_gate_calls(void)
+ig_stats_gate_calls(void)
 {
 	uint64		n = 0;
 
-	if (ig_shared == NULL)
+	if (shared == NULL)
 		return 0;
 	for (int i = 0; i <= IG_STAT_RESOLVES; i++)
-		n += pg_atomic_read_u64(&ig_shared->counters[i]);
+		n += pg_atomic_read_u64(&shared->counters[i]);
 	return n;
 }
 
 /* Count n events. */
 void
-idem_stats_add(IgStat stat, uint64 n)
+ig_stats_add(IgStat stat, uint64 n)
 {
-	if (ig_shared && n > 0)
-		pg_atomic_fetch_add_u64(&ig_shared->counters[stat], n);
+	if (shared && n > 0)
+		pg_atomic_fetch_add_u64(&shared->counters[stat], n);
 }
 
 /* Record a finished janitor pass. */
 void
-idem_stats_pass_done(TimestampTz start, TimestampTz end)
+ig_stats_pass_done(TimestampTz start, TimestampTz end)
 {
-	if (!ig_shared)
+	if (!shared)
 		return;
-	pg_atomic_fetch_add_u64(&ig_shared->counters[IG_STAT_PASSES], 1);
-	pg_atomic_write_u64(&ig_shared->last_pass_end, (uint64) end);
-	pg_atomic_write_u64(&ig_shared->last_pass_usecs,
+	pg_atomic_fetch_add_u64(&shared->counters[IG_STAT_PASSES], 1);
+	pg_atomic_write_u64(&shared->last_pass_end, (uint64) end);
+	pg_atomic_write_u64(&shared->last_pass_usecs,
 						(uint64) Max(end - start, 0));
 }
 
@@ -137,7 +136,7 @@ idem_stats_pass_done(TimestampTz start, TimestampTz end)
  * database not yet updated keeps working with a newer library.
  */
 static Datum
-ig_stats_counters(FunctionCallInfo fcinfo, int ncounters)
+counters_result(FunctionCallInfo fcinfo, int ncounters)
 {
 	TupleDesc	tupdesc;
 	Datum		values[IG_NUM_STATS + 4];
@@ -150,21 +149,21 @@ ig_stats_counters(FunctionCallInfo fcinfo, int ncounters)
 		elog(ERROR, "idem_gate.stats_counters() has %d columns, expected %d",
 			 tupdesc->natts, ncounters + 4);
 
-	memset(nulls, ig_shared == NULL, sizeof(nulls));
-	values[n] = BoolGetDatum(ig_shared != NULL);
+	memset(nulls, shared == NULL, sizeof(nulls));
+	values[n] = BoolGetDatum(shared != NULL);
 	nulls[n++] = false;
 	for (int i = 0; i < ncounters; i++)
-		values[n++] = ig_shared ?
-			Int64GetDatum((int64) pg_atomic_read_u64(&ig_shared->counters[i])) : 0;
-	if (ig_shared)
+		values[n++] = shared ?
+			Int64GetDatum((int64) pg_atomic_read_u64(&shared->counters[i])) : 0;
+	if (shared)
 	{
-		uint64		end = pg_atomic_read_u64(&ig_shared->last_pass_end);
+		uint64		end = pg_atomic_read_u64(&shared->last_pass_end);
 
 		values[n] = TimestampTzGetDatum((TimestampTz) end);
 		nulls[n++] = (end == 0);
-		values[n] = Float8GetDatum(pg_atomic_read_u64(&ig_shared->last_pass_usecs) / 1000.0);
+		values[n] = Float8GetDatum(pg_atomic_read_u64(&shared->last_pass_usecs) / 1000.0);
 		nulls[n++] = (end == 0);
-		values[n++] = TimestampTzGetDatum((TimestampTz) pg_atomic_read_u64(&ig_shared->reset_at));
+		values[n++] = TimestampTzGetDatum((TimestampTz) pg_atomic_read_u64(&shared->reset_at));
 	}
 	else
 		n += 3;
@@ -179,7 +178,7 @@ PG_FUNCTION_INFO_V1(idem_gate_stats_counters);
 Datum
 idem_gate_stats_counters(PG_FUNCTION_ARGS)
 {
-	return ig_stats_counters(fcinfo, IG_NUM_STATS_1_0);
+	return counters_result(fcinfo, IG_NUM_STATS_1_0);
 }
 
 /* idem_gate.stats_counters() of version 1.1: releases and what follows */
@@ -188,7 +187,7 @@ PG_FUNCTION_INFO_V1(idem_gate_stats_counters_1_1);
 Datum
 idem_gate_stats_counters_1_1(PG_FUNCTION_ARGS)
 {
-	return ig_stats_counters(fcinfo, IG_NUM_STATS);
+	return counters_result(fcinfo, IG_NUM_STATS);
 }
 
 /*
@@ -199,7 +198,7 @@ PG_FUNCTION_INFO_V1(idem_gate_stats_reset);
 Datum
 idem_gate_stats_reset(PG_FUNCTION_ARGS)
 {
-	if (!ig_shared)
+	if (!shared)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("idem_gate counters are unavailable"),
@@ -207,9 +206,9 @@ idem_gate_stats_reset(PG_FUNCTION_ARGS)
 				 errhint("Add idem_gate to shared_preload_libraries and restart the server.")));
 
 	for (int i = 0; i < IG_NUM_STATS; i++)
-		pg_atomic_write_u64(&ig_shared->counters[i], 0);
-	pg_atomic_write_u64(&ig_shared->last_pass_end, 0);
-	pg_atomic_write_u64(&ig_shared->last_pass_usecs, 0);
-	pg_atomic_write_u64(&ig_shared->reset_at, (uint64) GetCurrentTimestamp());
+		pg_atomic_write_u64(&shared->counters[i], 0);
+	pg_atomic_write_u64(&shared->last_pass_end, 0);
+	pg_atomic_write_u64(&shared->last_pass_usecs, 0);
+	pg_atomic_write_u64(&shared->reset_at, (uint64) GetCurrentTimestamp());
 	PG_RETURN_VOID();
 }

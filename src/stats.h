@@ -10,16 +10,7 @@
 
 #include "datatype/timestamp.h"
 
-/* Claim outcomes, in the order of the idem_gate.outcome labels. */
-typedef enum IgOutcome
-{
-	IG_OUTCOME_NEW,
-	IG_OUTCOME_IN_FLIGHT,
-	IG_OUTCOME_COMPLETED,
-	IG_OUTCOME_STALE_TAKEN,
-	IG_OUTCOME_NEEDS_REVIEW,
-	IG_NUM_OUTCOMES
-} IgOutcome;
+#include "base.h"
 
 /* The counters; the first IG_NUM_OUTCOMES count claims by outcome. */
 typedef enum IgStat
@@ -44,16 +35,16 @@ typedef enum IgStat
 /* The counters idem_gate.stats_counters() shows in version 1.0 */
 #define IG_NUM_STATS_1_0	(IG_STAT_PASSES + 1)
 
-extern void idem_stats_request_shmem(void);
-extern void idem_stats_count(IgStat stat);
-extern void idem_stats_add(IgStat stat, uint64 n);
-extern uint64 idem_stats_gate_calls(void);
-extern void idem_stats_pass_done(TimestampTz start, TimestampTz end);
+extern void ig_stats_request_shmem(void);
+extern void ig_stats_count(IgStat stat);
+extern void ig_stats_add(IgStat stat, uint64 n);
+extern uint64 ig_stats_gate_calls(void);
+extern void ig_stats_pass_done(TimestampTz start, TimestampTz end);
 
 static inline void
-idem_stats_count_outcome(IgOutcome outcome)
+ig_stats_count_outcome(IgOutcome outcome)
 {
-	idem_stats_count((IgStat) outcome);
+	ig_stats_count((IgStat) outcome);
 }
 
 #endif							/* IDEM_GATE_STATS_H */

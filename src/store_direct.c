@@ -1,8 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * direct.c
- *	  The claim store's direct writes: a new claim, and the owner's
- *	  completion or failure, straight to the heap and its indexes.
+ * store_direct.c
+ *	  The claim store's direct backend: the probe of the primary key, which
+ *	  is the whole of a duplicate claim, and the writes of a new claim and
+ *	  of the owner's completion or failure, straight to the heap and its
+ *	  indexes.
+ *
+ * The probe reads the primary key index directly rather than through SPI
+ * and the executor: a duplicate writes nothing, not even WAL.
  *
  * They use the building blocks of INSERT ... ON CONFLICT and UPDATE
  * themselves: the pre-check of the primary key that waits for a concurrent
@@ -14,34 +19,146 @@
  * (the regression tests check every row they write against them).  The
  * store (store.c) uses them only while the table holds nothing else that
  * the SQL path would enforce; the replica identity a publication needs is
- * checked here, as the executor checks it.
+ * checked here, as the executor checks it.  The index scan and the
+ * insert's executor state stay open for the call, so a batch sets them up
+ * once.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "commands/sequence.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/jsonb.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "idem_gate.h"
 #include "compat.h"
-#include "store_int.h"
+#include "shape.h"
+#include "store_direct.h"
 
-typedef struct IgWriter
+/* An open executor state for writes to idem_gate.claims. */
+typedef struct Writer
 {
 	Relation	rel;
 	EState	   *estate;
 	ResultRelInfo *rri;
 	TupleTableSlot *slot;		/* virtual: the row to write */
 	List	   *arbiter;		/* the primary key, for an insert */
-} IgWriter;
+} Writer;
+
+/* What the direct path keeps open for a call. */
+struct IgDirectState
+{
+	Relation	idx;			/* the primary key */
+	Snapshot	snap;			/* the probe's snapshot, while scan is open */
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	Writer	   *inserter;		/* the insert's writer, once opened */
+};
+
+/* The call's direct state, made on first use. */
+static IgDirectState *
+direct_state(IgStore *st)
+{
+	if (st->direct == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(st->call->callcxt);
+
+		st->direct = palloc0(sizeof(IgDirectState));
+		MemoryContextSwitchTo(old);
+	}
+	return st->direct;
+}
+
+/*
+ * Read the row of (workflow, key) as it is now; found = false if none.
+ *
+ * Like an SPI query it takes a new snapshot (under READ COMMITTED) for the
+ * first read of a call and after every write that found the row changed,
+ * so after waiting for a concurrent claim it sees that claim's committed
+ * row; the other keys of a batch are read in the call's snapshot, as one
+ * statement would read them.  Values are copied into the caller's memory
+ * context.
+ */
+void
+ig_store_direct_probe(IgStore *st, IgRow *row, bool keep_tuple)
+{
+	IgCall	   *call = st->call;
+	IgDirectState *d = direct_state(st);
+	MemoryContext old;
+	ScanKeyData skey[2];
+
+	old = MemoryContextSwitchTo(call->callcxt);
+	if (d->idx == NULL)
+	{
+		d->idx = index_open(ig_shape.pk_index, AccessShareLock);
+		d->slot = table_slot_create(st->rel, NULL);
+	}
+	if (st->fresh_snapshot || d->scan == NULL)
+	{
+		if (d->scan != NULL)
+		{
+			index_endscan(d->scan);
+			UnregisterSnapshot(d->snap);
+		}
+		CommandCounterIncrement();
+		d->snap = RegisterSnapshot(GetTransactionSnapshot());
+		d->scan = ig_compat_index_beginscan(st->rel, d->idx, d->snap, 2, 0);
+		st->fresh_snapshot = false;
+	}
+	ScanKeyInit(&skey[0], 1, BTEqualStrategyNumber, F_TEXTEQ, call->workflow);
+	skey[0].sk_collation = d->idx->rd_indcollation[0];
+	ScanKeyInit(&skey[1], 2, BTEqualStrategyNumber, F_TEXTEQ, call->key);
+	skey[1].sk_collation = d->idx->rd_indcollation[1];
+	index_rescan(d->scan, skey, 2, NULL, 0);
+
+	if (index_getnext_slot(d->scan, ForwardScanDirection, d->slot))
+	{
+		TupleTableSlot *slot = d->slot;
+		bool		isnull;
+		Datum		v;
+
+		row->found = true;
+		v = slot_getattr(slot, ig_shape.att[IG_COL_STATE], &isnull);
+		row->state = ig_state_from_datum(ig_shape.state_type, v);
+		v = slot_getattr(slot, ig_shape.att[IG_COL_TOKEN], &isnull);
+		row->token = DatumGetInt64(v);
+		v = slot_getattr(slot, ig_shape.att[IG_COL_ATTEMPT], &isnull);
+		row->attempt = DatumGetInt32(v);
+		v = slot_getattr(slot, ig_shape.att[IG_COL_CLAIMED_AT], &isnull);
+		row->claimed_at = DatumGetTimestampTz(v);
+		v = slot_getattr(slot, ig_shape.att[IG_COL_UPDATED_AT], &isnull);
+		row->updated_at = DatumGetTimestampTz(v);
+		v = slot_getattr(slot, ig_shape.att[IG_COL_EXECUTION_ID], &isnull);
+		row->execution_id = isnull ? NULL : TextDatumGetCString(v);
+		v = slot_getattr(slot, ig_shape.att[IG_COL_FINGERPRINT], &isnull);
+		row->fingerprint = isnull ? NULL : TextDatumGetCString(v);
+		if (ig_shape.has_token_issued)
+		{
+			v = slot_getattr(slot, ig_shape.att[IG_COL_TOKEN_ISSUED], &isnull);
+			row->token_issued = !isnull && DatumGetBool(v);
+		}
+		v = slot_getattr(slot, ig_shape.att[IG_COL_RESULT], &row->result_isnull);
+		if (!row->result_isnull)
+			row->result = PointerGetDatum(DatumGetJsonbPCopy(v));
+		row->tid = slot->tts_tid;
+		if (keep_tuple)
+			row->tuple = ExecCopySlotHeapTuple(slot);
+		ExecClearTuple(slot);
+	}
+	MemoryContextSwitchTo(old);
+}
 
 /*
  * Open idem_gate.claims and its indexes for one write.  updated lists the
@@ -52,10 +169,10 @@ typedef struct IgWriter
  * insert's own conflict detection does not need that.
  */
 static void
-ig_writer_begin(IgWriter *w, IgCall *call, const IgCol *updated, int nupdated,
-				bool precheck)
+writer_begin(Writer *w, IgStore *st, const IgCol *updated, int nupdated,
+			 bool precheck)
 {
-	Relation	rel = ig_store_rel(call);
+	Relation	rel = st->rel;
 	Bitmapset  *cols = NULL;
 	MemoryContext old;
 
@@ -80,9 +197,9 @@ ig_writer_begin(IgWriter *w, IgCall *call, const IgCol *updated, int nupdated,
 	MemoryContextSwitchTo(old);
 }
 
-/* Close what ig_writer_begin() opened; the locks stay until commit. */
+/* Close what writer_begin() opened; the locks stay until commit. */
 static void
-ig_writer_end(IgWriter *w)
+writer_end(Writer *w)
 {
 	ExecCloseIndices(w->rri);
 	ExecResetTupleTable(w->estate->es_tupleTable, false);
@@ -91,7 +208,7 @@ ig_writer_end(IgWriter *w)
 
 /* Set one column of the row being written, if the table has it. */
 static inline void
-ig_writer_set(IgWriter *w, IgCol col, Datum value, bool isnull)
+writer_set(Writer *w, IgCol col, Datum value, bool isnull)
 {
 	AttrNumber	attnum = ig_shape.att[col];
 
@@ -103,7 +220,7 @@ ig_writer_set(IgWriter *w, IgCol col, Datum value, bool isnull)
 
 /* A text or jsonb argument as stored: not toasted, short header kept. */
 static inline Datum
-ig_untoasted(Datum d)
+untoasted(Datum d)
 {
 	return PointerGetDatum(PG_DETOAST_DATUM_PACKED(d));
 }
@@ -122,10 +239,12 @@ ig_untoasted(Datum d)
  * of the key was deleting its row, and tokens of a key must only grow.
  */
 IgWrite
-ig_direct_insert(IgCall *call, const IgGrant *grant, bool precheck,
-				 TimestampTz now, IgRow *row)
+ig_store_direct_insert(IgStore *st, const IgGrant *grant, bool precheck,
+					   TimestampTz now, IgRow *row)
 {
-	IgWriter   *w = call->inserter;
+	IgCall	   *call = st->call;
+	IgDirectState *d = direct_state(st);
+	Writer	   *w = d->inserter;
 	int64		token = 0;
 	ItemPointerData conflict_tid;
 	bool		committed = false;	/* the pre-check found a committed row */
@@ -139,10 +258,10 @@ ig_direct_insert(IgCall *call, const IgGrant *grant, bool precheck,
 	{
 		MemoryContext old = MemoryContextSwitchTo(call->callcxt);
 
-		w = palloc0(sizeof(IgWriter));
-		ig_writer_begin(w, call, NULL, 0, true);
+		w = palloc0(sizeof(Writer));
+		writer_begin(w, st, NULL, 0, true);
 		w->arbiter = list_make1_oid(ig_shape.pk_index);
-		call->inserter = w;
+		d->inserter = w;
 		MemoryContextSwitchTo(old);
 	}
 	w->estate->es_output_cid = GetCurrentCommandId(true);
@@ -150,28 +269,28 @@ ig_direct_insert(IgCall *call, const IgGrant *grant, bool precheck,
 	ExecClearTuple(w->slot);
 	memset(w->slot->tts_isnull, true,
 		   sizeof(bool) * RelationGetDescr(w->rel)->natts);
-	ig_writer_set(w, IG_COL_WORKFLOW, call->workflow, false);
-	ig_writer_set(w, IG_COL_KEY, call->key, false);
-	ig_writer_set(w, IG_COL_STATE,
-				  ig_state_datum(ig_shape.state_type, IG_PROCESSING), false);
-	ig_writer_set(w, IG_COL_ATTEMPT, Int32GetDatum(1), false);
-	ig_writer_set(w, IG_COL_TOKEN, Int64GetDatum(0), false);	/* drawn below */
-	ig_writer_set(w, IG_COL_EXECUTION_ID,
-				  grant->has_exec ? ig_untoasted(grant->execution_id) : (Datum) 0,
-				  !grant->has_exec);
-	ig_writer_set(w, IG_COL_FINGERPRINT,
-				  grant->has_fp ? ig_untoasted(grant->fingerprint) : (Datum) 0,
-				  !grant->has_fp);
-	ig_writer_set(w, IG_COL_CREATED_AT, TimestampTzGetDatum(now), false);
-	ig_writer_set(w, IG_COL_CLAIMED_AT, TimestampTzGetDatum(now), false);
-	ig_writer_set(w, IG_COL_UPDATED_AT, TimestampTzGetDatum(now), false);
-	ig_writer_set(w, IG_COL_TOKEN_ISSUED, BoolGetDatum(grant->token_issued), false);
-	ig_writer_set(w, IG_COL_PAYLOAD,
-				  grant->has_payload && grant->payload_dropped == 0 ?
-				  ig_untoasted(grant->payload) : (Datum) 0,
-				  !grant->has_payload || grant->payload_dropped != 0);
-	ig_writer_set(w, IG_COL_PAYLOAD_DROPPED, Int32GetDatum(grant->payload_dropped),
-				  grant->payload_dropped == 0);
+	writer_set(w, IG_COL_WORKFLOW, call->workflow, false);
+	writer_set(w, IG_COL_KEY, call->key, false);
+	writer_set(w, IG_COL_STATE,
+			   ig_state_datum(ig_shape.state_type, IG_PROCESSING), false);
+	writer_set(w, IG_COL_ATTEMPT, Int32GetDatum(1), false);
+	writer_set(w, IG_COL_TOKEN, Int64GetDatum(0), false);	/* drawn below */
+	writer_set(w, IG_COL_EXECUTION_ID,
+			   grant->has_exec ? untoasted(grant->execution_id) : (Datum) 0,
+			   !grant->has_exec);
+	writer_set(w, IG_COL_FINGERPRINT,
+			   grant->has_fp ? untoasted(grant->fingerprint) : (Datum) 0,
+			   !grant->has_fp);
+	writer_set(w, IG_COL_CREATED_AT, TimestampTzGetDatum(now), false);
+	writer_set(w, IG_COL_CLAIMED_AT, TimestampTzGetDatum(now), false);
+	writer_set(w, IG_COL_UPDATED_AT, TimestampTzGetDatum(now), false);
+	writer_set(w, IG_COL_TOKEN_ISSUED, BoolGetDatum(grant->token_issued), false);
+	writer_set(w, IG_COL_PAYLOAD,
+			   grant->has_payload && grant->payload_dropped == 0 ?
+			   untoasted(grant->payload) : (Datum) 0,
+			   !grant->has_payload || grant->payload_dropped != 0);
+	writer_set(w, IG_COL_PAYLOAD_DROPPED, Int32GetDatum(grant->payload_dropped),
+			   grant->payload_dropped == 0);
 	ExecStoreVirtualTuple(w->slot);
 
 	if (precheck &&
@@ -184,7 +303,7 @@ ig_direct_insert(IgCall *call, const IgGrant *grant, bool precheck,
 		uint32		spec_token;
 
 		token = nextval_internal(ig_shape.token_seq, true);
-		ig_writer_set(w, IG_COL_TOKEN, Int64GetDatum(token), false);
+		writer_set(w, IG_COL_TOKEN, Int64GetDatum(token), false);
 		spec_token = SpeculativeInsertionLockAcquire(xid);
 
 		table_tuple_insert_speculative(w->rel, w->slot, w->estate->es_output_cid,
@@ -203,27 +322,16 @@ ig_direct_insert(IgCall *call, const IgGrant *grant, bool precheck,
 		 * READ no later read could see it either: fail as the SQL would.
 		 */
 		if (IsolationUsesXactSnapshot())
-			ig_error_serialization(call, "update");
+			ig_call_error_serialization(call, "update");
 		return IG_WRITE_RETRY;
 	}
 	if (conflict)
 		return IG_WRITE_RETRY;
 
-	ig_row_new(row, token, now, grant);
+	ig_store_row_new(row, token, now, grant);
 	return IG_WRITE_DONE;
 }
 
-/* Close the call's insert writer, if it opened one. */
-void
-ig_direct_close(IgCall *call)
-{
-	IgWriter   *w = call->inserter;
-
-	if (w == NULL)
-		return;
-	ig_writer_end(w);
-	call->inserter = NULL;
-}
 
 /*
  * The owner's transition of a processing row read by the probe (with its
@@ -233,36 +341,37 @@ ig_direct_close(IgCall *call)
  * waiting for that writer).
  */
 IgWrite
-ig_direct_finish(IgCall *call, IgRow *row, IgState new_state, Datum value,
-				 bool isnull, TimestampTz stamp)
+ig_store_direct_finish(IgStore *st, IgRow *row, IgState new_state, Datum value,
+					   bool isnull, TimestampTz stamp)
 {
+	IgCall	   *call = st->call;
 	static const IgCol updated[] = {
 		IG_COL_STATE, IG_COL_UPDATED_AT, IG_COL_COMPLETED_AT, IG_COL_RESULT,
 		IG_COL_LAST_ERROR, IG_COL_PAYLOAD, IG_COL_PAYLOAD_DROPPED
 	};
-	IgWriter	w;
+	Writer		w;
 	TM_Result	result;
 	TM_FailureData tmfd;
 	LockTupleMode lockmode;
 	IgIndexUpdate update_indexes;
 
-	CheckCmdReplicaIdentity(ig_store_rel(call), CMD_UPDATE);
-	ig_writer_begin(&w, call, updated, lengthof(updated), false);
+	CheckCmdReplicaIdentity(st->rel, CMD_UPDATE);
+	writer_begin(&w, st, updated, lengthof(updated), false);
 
 	heap_deform_tuple(row->tuple, RelationGetDescr(w.rel),
 					  w.slot->tts_values, w.slot->tts_isnull);
-	ig_writer_set(&w, IG_COL_STATE,
-				  ig_state_datum(ig_shape.state_type, new_state), false);
-	ig_writer_set(&w, IG_COL_UPDATED_AT, TimestampTzGetDatum(stamp), false);
+	writer_set(&w, IG_COL_STATE,
+			   ig_state_datum(ig_shape.state_type, new_state), false);
+	writer_set(&w, IG_COL_UPDATED_AT, TimestampTzGetDatum(stamp), false);
 	if (new_state == IG_COMPLETED)
 	{
 		/* the evidence is kept while a person may need it, not after */
-		ig_writer_set(&w, IG_COL_COMPLETED_AT, TimestampTzGetDatum(stamp), false);
-		ig_writer_set(&w, IG_COL_PAYLOAD, (Datum) 0, true);
-		ig_writer_set(&w, IG_COL_PAYLOAD_DROPPED, (Datum) 0, true);
+		writer_set(&w, IG_COL_COMPLETED_AT, TimestampTzGetDatum(stamp), false);
+		writer_set(&w, IG_COL_PAYLOAD, (Datum) 0, true);
+		writer_set(&w, IG_COL_PAYLOAD_DROPPED, (Datum) 0, true);
 	}
-	ig_writer_set(&w, new_state == IG_COMPLETED ? IG_COL_RESULT : IG_COL_LAST_ERROR,
-				  isnull ? (Datum) 0 : ig_untoasted(value), isnull);
+	writer_set(&w, new_state == IG_COMPLETED ? IG_COL_RESULT : IG_COL_LAST_ERROR,
+			   isnull ? (Datum) 0 : untoasted(value), isnull);
 	ExecStoreVirtualTuple(w.slot);
 
 	result = table_tuple_update(w.rel, &row->tid, w.slot,
@@ -278,16 +387,38 @@ ig_direct_finish(IgCall *call, IgRow *row, IgState new_state, Datum value,
 		case TM_Updated:
 		case TM_Deleted:
 			if (IsolationUsesXactSnapshot())
-				ig_error_serialization(call, result == TM_Updated ? "update" : "delete");
+				ig_call_error_serialization(call, result == TM_Updated ? "update" : "delete");
 			break;
 		default:
 			elog(ERROR, "unexpected table_tuple_update status: %u", result);
 	}
-	ig_writer_end(&w);
+	writer_end(&w);
 
 	if (result != TM_Ok)
 		return IG_WRITE_RETRY;
 	row->state = new_state;
 	row->updated_at = stamp;
 	return IG_WRITE_DONE;
+}
+
+/* Close what the direct path opened for the call; the locks stay. */
+void
+ig_store_direct_close(IgStore *st)
+{
+	IgDirectState *d = st->direct;
+
+	if (d == NULL)
+		return;
+	if (d->scan != NULL)
+	{
+		index_endscan(d->scan);
+		UnregisterSnapshot(d->snap);
+	}
+	if (d->slot != NULL)
+		ExecDropSingleTupleTableSlot(d->slot);
+	if (d->idx != NULL)
+		index_close(d->idx, NoLock);
+	if (d->inserter != NULL)
+		writer_end(d->inserter);
+	st->direct = NULL;
 }

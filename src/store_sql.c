@@ -26,70 +26,72 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "idem_gate.h"
 #include "citus.h"
-#include "store_int.h"
+#include "shape.h"
+#include "store_sql.h"
 
-typedef enum IgPlanId
+typedef enum PlanId
 {
-	IG_PLAN_INSERT,
-	IG_PLAN_RETRY,
-	IG_PLAN_TAKEOVER,
-	IG_PLAN_HEARTBEAT,
-	IG_PLAN_COMPLETE,
-	IG_PLAN_FAIL,
-	IG_PLAN_RESOLVE,
-	IG_PLAN_RELEASE,
-	IG_PLAN_STATUS,
-	IG_PLAN_PROBE,				/* Citus: the probe, through SQL */
-	IG_NUM_PLANS
-} IgPlanId;
+	PLAN_INSERT,
+	PLAN_RETRY,
+	PLAN_TAKEOVER,
+	PLAN_HEARTBEAT,
+	PLAN_COMPLETE,
+	PLAN_FAIL,
+	PLAN_RESOLVE,
+	PLAN_RELEASE,
+	PLAN_STATUS,
+	PLAN_PROBE,				/* Citus: the probe, through SQL */
+	NUM_PLANS
+} PlanId;
 
-typedef struct IgPlanDef
+typedef struct PlanDef
 {
-	const char *sql;			/* %s: the fragments of the columns of 1.1 and 1.2 */
+	const char *sql;			/* %s: the new token, the fragments of the
+								 * columns of 1.1 and 1.2 */
 	int			nargs;
 	Oid			argtypes[8];
-} IgPlanDef;
+} PlanDef;
 
 #define IG_WHERE_KEY \
 	" WHERE c.workflow OPERATOR(pg_catalog.=) $1 AND c.key OPERATOR(pg_catalog.=) $2"
+/* a grant's new token: from the sequence, or a parameter on Citus */
 #define IG_NEXT_TOKEN \
 	"pg_catalog.nextval('idem_gate.token_seq'::pg_catalog.regclass)"
 #define IG_REGRANT(state_test) \
 	"UPDATE ONLY idem_gate.claims c SET state = 'processing'::idem_gate.state," \
-	" attempt = c.attempt OPERATOR(pg_catalog.+) 1, token = " IG_NEXT_TOKEN "," \
+	" attempt = c.attempt OPERATOR(pg_catalog.+) 1, token = %s," \
 	" execution_id = $3, fingerprint = COALESCE(c.fingerprint, $4)," \
 	" claimed_at = GREATEST($6, c.updated_at), updated_at = GREATEST($6, c.updated_at)%s%s" \
 	IG_WHERE_KEY " AND c.token OPERATOR(pg_catalog.=) $5 AND " state_test \
 	" RETURNING c.token, c.attempt, c.claimed_at, c.updated_at"
 
-static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
-	[IG_PLAN_INSERT] = {
+static const PlanDef plan_defs[NUM_PLANS] = {
+	[PLAN_INSERT] = {
 		"INSERT INTO idem_gate.claims AS c (workflow, key, state, attempt,"
 		" token, execution_id, fingerprint, created_at, claimed_at, updated_at%s%s)"
-		" VALUES ($1, $2, 'processing', 1, " IG_NEXT_TOKEN ", $3, $4, $5, $5, $5%s%s)"
+		" VALUES ($1, $2, 'processing', 1, %s, $3, $4, $5, $5, $5%s%s)"
 		" ON CONFLICT (workflow, key) DO NOTHING RETURNING c.token",
 		6, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, BOOLOID}
 	},
-	[IG_PLAN_RETRY] = {
+	[PLAN_RETRY] = {
 		IG_REGRANT("(c.state OPERATOR(pg_catalog.=) 'failed_retryable') IS TRUE"),
 		7, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID}
 	},
-	[IG_PLAN_TAKEOVER] = {
+	[PLAN_TAKEOVER] = {
 		IG_REGRANT("(c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
 				   " AND c.updated_at OPERATOR(pg_catalog.<=) $8"),
 		8, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID,
 		TIMESTAMPTZOID}
 	},
-	[IG_PLAN_HEARTBEAT] = {
+	[PLAN_HEARTBEAT] = {
 		"UPDATE ONLY idem_gate.claims c SET updated_at = GREATEST($4, c.updated_at)"
 		IG_WHERE_KEY
 		" AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
 		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.token",
 		4, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID}
 	},
-	[IG_PLAN_COMPLETE] = {
+	[PLAN_COMPLETE] = {
 		"UPDATE ONLY idem_gate.claims c SET state = 'completed'::idem_gate.state,"
 		" result = $4, completed_at = $5, updated_at = $5%s"
 		IG_WHERE_KEY
@@ -97,7 +99,7 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.token",
 		5, {TEXTOID, TEXTOID, INT8OID, JSONBOID, TIMESTAMPTZOID}
 	},
-	[IG_PLAN_FAIL] = {
+	[PLAN_FAIL] = {
 		"UPDATE ONLY idem_gate.claims c SET state = CASE WHEN $6"
 		" THEN 'failed_retryable'::idem_gate.state"
 		" ELSE 'needs_review'::idem_gate.state END,"
@@ -107,7 +109,7 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.token",
 		6, {TEXTOID, TEXTOID, INT8OID, TEXTOID, TIMESTAMPTZOID, BOOLOID}
 	},
-	[IG_PLAN_RESOLVE] = {
+	[PLAN_RESOLVE] = {
 		"UPDATE ONLY idem_gate.claims c SET state = CASE WHEN $3"
 		" THEN 'completed'::idem_gate.state"
 		" ELSE 'failed_retryable'::idem_gate.state END,"
@@ -120,16 +122,16 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 		" AND c.token OPERATOR(pg_catalog.=) $6 RETURNING c.token",
 		6, {TEXTOID, TEXTOID, BOOLOID, JSONBOID, TIMESTAMPTZOID, INT8OID}
 	},
-	[IG_PLAN_RELEASE] = {
+	[PLAN_RELEASE] = {
 		"DELETE FROM ONLY idem_gate.claims c" IG_WHERE_KEY
 		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.state",
 		3, {TEXTOID, TEXTOID, INT8OID}
 	},
-	[IG_PLAN_STATUS] = {
+	[PLAN_STATUS] = {
 		"SELECT c FROM ONLY idem_gate.claims c" IG_WHERE_KEY,
 		2, {TEXTOID, TEXTOID}
 	},
-	[IG_PLAN_PROBE] = {
+	[PLAN_PROBE] = {
 		"SELECT c.state, c.token, c.attempt, c.claimed_at, c.updated_at,"
 		" c.execution_id, c.fingerprint, c.token_issued, c.result"
 		" FROM ONLY idem_gate.claims c" IG_WHERE_KEY,
@@ -145,11 +147,11 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
  * payload (1.2) is $10 (given), $11 (kept) and $12 (its size, when too
  * large to keep).
  */
-#define IG_TOKEN_PARAM		9
-#define IG_PAYLOAD_GIVEN	10
-#define IG_PAYLOAD			11
-#define IG_PAYLOAD_DROPPED	12
-#define IG_MAX_PARAMS		12
+#define TOKEN_PARAM		9
+#define PAYLOAD_GIVEN	10
+#define PAYLOAD			11
+#define PAYLOAD_DROPPED	12
+#define MAX_PARAMS		12
 
 /* The fragments that write the payload columns, where the table has them. */
 #define IG_PAYLOAD_INSERT_COLS	", payload, payload_dropped_bytes"
@@ -162,10 +164,8 @@ static const IgPlanDef ig_plan_defs[IG_NUM_PLANS] = {
 	", payload = CASE WHEN $3 THEN NULL ELSE c.payload END" \
 	", payload_dropped_bytes = CASE WHEN $3 THEN NULL ELSE c.payload_dropped_bytes END"
 
-static SPIPlanPtr ig_plans[IG_NUM_PLANS];
-static uint32 ig_plans_epoch = 0;	/* the shape epoch they were made for */
-
-static char *ig_plan_text_local(IgPlanId id, bool has, bool pay);
+static SPIPlanPtr plans[NUM_PLANS];
+static uint32 plans_epoch = 0;	/* the shape epoch they were made for */
 
 /*
  * The table changed its shape since the plans were made (a 1.0 table
@@ -173,34 +173,17 @@ static char *ig_plan_text_local(IgPlanId id, bool has, bool pay);
  * again on its next use.
  */
 static void
-ig_sql_watch_epoch(void)
+watch_epoch(void)
 {
-	if (ig_plans_epoch == ig_shape.epoch)
+	if (plans_epoch == ig_shape.epoch)
 		return;
-	for (int i = 0; i < IG_NUM_PLANS; i++)
+	for (int i = 0; i < NUM_PLANS; i++)
 	{
-		if (ig_plans[i] != NULL)
-			SPI_freeplan(ig_plans[i]);
-		ig_plans[i] = NULL;
+		if (plans[i] != NULL)
+			SPI_freeplan(plans[i]);
+		plans[i] = NULL;
 	}
-	ig_plans_epoch = ig_shape.epoch;
-}
-
-/*
- * The text of a plan: with the token_issued column where the table has
- * it (from 1.1), the payload columns where it has them (1.2).
- */
-static char *
-ig_plan_text(IgPlanId id)
-{
-	char	   *sql = ig_plan_text_local(id, ig_shape.has_token_issued,
-										 ig_shape.has_payload);
-	char	   *at;
-
-	if (!ig_shape.citus || (at = strstr(sql, IG_NEXT_TOKEN)) == NULL)
-		return sql;
-	*at = '\0';
-	return psprintf("%s$%d%s", sql, IG_TOKEN_PARAM, at + strlen(IG_NEXT_TOKEN));
+	plans_epoch = ig_shape.epoch;
 }
 
 /*
@@ -208,57 +191,66 @@ ig_plan_text(IgPlanId id)
  * also takes the token ($9, on Citus) and the payload ($10 to $12).
  */
 static int
-ig_plan_args(IgPlanId id, Oid *argtypes)
+plan_args(PlanId id, Oid *argtypes)
 {
-	const IgPlanDef *def = &ig_plan_defs[id];
+	const PlanDef *def = &plan_defs[id];
 
 	memcpy(argtypes, def->argtypes, sizeof(def->argtypes));
-	if (!(id == IG_PLAN_INSERT || id == IG_PLAN_RETRY || id == IG_PLAN_TAKEOVER))
+	if (!(id == PLAN_INSERT || id == PLAN_RETRY || id == PLAN_TAKEOVER))
 		return def->nargs;
-	for (int i = def->nargs; i < IG_TOKEN_PARAM - 1; i++)
+	for (int i = def->nargs; i < TOKEN_PARAM - 1; i++)
 		argtypes[i] = BOOLOID;	/* unused */
-	argtypes[IG_TOKEN_PARAM - 1] = INT8OID;
-	argtypes[IG_PAYLOAD_GIVEN - 1] = BOOLOID;
-	argtypes[IG_PAYLOAD - 1] = JSONBOID;
-	argtypes[IG_PAYLOAD_DROPPED - 1] = INT4OID;
-	return IG_MAX_PARAMS;
+	argtypes[TOKEN_PARAM - 1] = INT8OID;
+	argtypes[PAYLOAD_GIVEN - 1] = BOOLOID;
+	argtypes[PAYLOAD - 1] = JSONBOID;
+	argtypes[PAYLOAD_DROPPED - 1] = INT4OID;
+	return MAX_PARAMS;
 }
 
-/* The text of a plan on a table that is not a Citus table. */
+/*
+ * The text of a plan: with the token_issued column where the table has
+ * it (from 1.1), the payload columns where it has them (1.2), and a
+ * grant's token from the sequence or, on Citus, from its parameter.
+ */
 static char *
-ig_plan_text_local(IgPlanId id, bool has, bool pay)
+plan_text(PlanId id)
 {
+	bool		has = ig_shape.has_token_issued;
+	bool		pay = ig_shape.has_payload;
+	const char *token = ig_shape.citus ? psprintf("$%d", TOKEN_PARAM) : IG_NEXT_TOKEN;
+
 	switch (id)
 	{
-		case IG_PLAN_INSERT:
-			return psprintf(ig_plan_defs[id].sql, has ? ", token_issued" : "",
-							pay ? IG_PAYLOAD_INSERT_COLS : "",
+		case PLAN_INSERT:
+			return psprintf(plan_defs[id].sql, has ? ", token_issued" : "",
+							pay ? IG_PAYLOAD_INSERT_COLS : "", token,
 							has ? ", $6" : "", pay ? IG_PAYLOAD_INSERT_VALS : "");
-		case IG_PLAN_RETRY:
-		case IG_PLAN_TAKEOVER:
-			return psprintf(ig_plan_defs[id].sql, has ? ", token_issued = $7" : "",
+		case PLAN_RETRY:
+		case PLAN_TAKEOVER:
+			return psprintf(plan_defs[id].sql, token,
+							has ? ", token_issued = $7" : "",
 							pay ? IG_PAYLOAD_REGRANT : "");
-		case IG_PLAN_COMPLETE:
-			return psprintf(ig_plan_defs[id].sql, pay ? IG_PAYLOAD_CLEAR : "");
-		case IG_PLAN_RESOLVE:
-			return psprintf(ig_plan_defs[id].sql, pay ? IG_PAYLOAD_RESOLVE : "");
+		case PLAN_COMPLETE:
+			return psprintf(plan_defs[id].sql, pay ? IG_PAYLOAD_CLEAR : "");
+		case PLAN_RESOLVE:
+			return psprintf(plan_defs[id].sql, pay ? IG_PAYLOAD_RESOLVE : "");
 		default:
-			return pstrdup(ig_plan_defs[id].sql);
+			return pstrdup(plan_defs[id].sql);
 	}
 }
 
 /* A grant's payload parameters ($10 to $12) and their nulls. */
 static void
-ig_plan_payload(const IgGrant *grant, Datum *values, bool *nulls)
+plan_payload(const IgGrant *grant, Datum *values, bool *nulls)
 {
 	bool		kept = grant->has_payload && grant->payload_dropped == 0;
 
-	values[IG_PAYLOAD_GIVEN - 1] = BoolGetDatum(grant->has_payload);
-	nulls[IG_PAYLOAD_GIVEN - 1] = false;
-	values[IG_PAYLOAD - 1] = kept ? grant->payload : (Datum) 0;
-	nulls[IG_PAYLOAD - 1] = !kept;
-	values[IG_PAYLOAD_DROPPED - 1] = Int32GetDatum(grant->payload_dropped);
-	nulls[IG_PAYLOAD_DROPPED - 1] = (grant->payload_dropped == 0);
+	values[PAYLOAD_GIVEN - 1] = BoolGetDatum(grant->has_payload);
+	nulls[PAYLOAD_GIVEN - 1] = false;
+	values[PAYLOAD - 1] = kept ? grant->payload : (Datum) 0;
+	nulls[PAYLOAD - 1] = !kept;
+	values[PAYLOAD_DROPPED - 1] = Int32GetDatum(grant->payload_dropped);
+	nulls[PAYLOAD_DROPPED - 1] = (grant->payload_dropped == 0);
 }
 
 /*
@@ -269,25 +261,20 @@ ig_plan_payload(const IgGrant *grant, Datum *values, bool *nulls)
  * whatever the parameters, so planning again per call would only cost time.
  */
 static uint64
-ig_exec(IgCall *call, IgPlanId id, Datum *values, const bool *isnull)
+exec_plan(IgStore *st, PlanId id, Datum *values, const bool *isnull)
 {
-	char		nulls[IG_MAX_PARAMS];
-	Oid			argtypes[IG_MAX_PARAMS];
-	int			nargs = ig_plan_args(id, argtypes);
+	char		nulls[MAX_PARAMS];
+	Oid			argtypes[MAX_PARAMS];
+	int			nargs = plan_args(id, argtypes);
 	int			rc;
-	SPIPlanPtr *slot = &ig_plans[id];
+	SPIPlanPtr *slot = &plans[id];
 
-	if (!call->spi_connected)
-	{
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		call->spi_connected = true;
-	}
+	ig_call_spi(st->call);
 
-	ig_sql_watch_epoch();
+	watch_epoch();
 	if (*slot == NULL)
 	{
-		char	   *sql = ig_plan_text(id);
+		char	   *sql = plan_text(id);
 		SPIPlanPtr	plan;
 
 		plan = SPI_prepare_cursor(sql, nargs, argtypes, CURSOR_OPT_GENERIC_PLAN);
@@ -301,7 +288,7 @@ ig_exec(IgCall *call, IgPlanId id, Datum *values, const bool *isnull)
 	}
 
 	for (int i = 0; i < nargs; i++)
-		nulls[i] = (isnull != NULL && (i < ig_plan_defs[id].nargs || i >= IG_TOKEN_PARAM) &&
+		nulls[i] = (isnull != NULL && (i < plan_defs[id].nargs || i >= TOKEN_PARAM) &&
 					isnull[i]) ? 'n' : ' ';
 	rc = SPI_execute_plan(*slot, values, nulls, false, 0);
 	if (rc < 0)
@@ -314,7 +301,7 @@ ig_exec(IgCall *call, IgPlanId id, Datum *values, const bool *isnull)
 
 /* Column n (1-based) of the row the last write returned. */
 static Datum
-ig_returned(int n)
+returned(int n)
 {
 	bool		isnull;
 
@@ -324,13 +311,14 @@ ig_returned(int n)
 
 /* A first claim through SQL: INSERT ... ON CONFLICT DO NOTHING. */
 IgWrite
-ig_sql_insert(IgCall *call, const IgGrant *grant, TimestampTz now, IgRow *row)
+ig_store_sql_insert(IgStore *st, const IgGrant *grant, TimestampTz now, IgRow *row)
 {
-	Datum		values[IG_MAX_PARAMS] = {0};
-	bool		nulls[IG_MAX_PARAMS] = {false, false, !grant->has_exec, !grant->has_fp,
+	IgCall	   *call = st->call;
+	Datum		values[MAX_PARAMS] = {0};
+	bool		nulls[MAX_PARAMS] = {false, false, !grant->has_exec, !grant->has_fp,
 	false, false};
 
-	ig_plan_payload(grant, values, nulls);
+	plan_payload(grant, values, nulls);
 	values[0] = call->workflow;
 	values[1] = call->key;
 	values[2] = grant->execution_id;
@@ -338,24 +326,25 @@ ig_sql_insert(IgCall *call, const IgGrant *grant, TimestampTz now, IgRow *row)
 	values[4] = TimestampTzGetDatum(now);
 	values[5] = BoolGetDatum(grant->token_issued);
 	if (ig_shape.citus)
-		values[IG_TOKEN_PARAM - 1] = Int64GetDatum(ig_citus_next_token(0));
-	if (ig_exec(call, IG_PLAN_INSERT, values, nulls) == 0)
+		values[TOKEN_PARAM - 1] = Int64GetDatum(ig_citus_next_token(ig_shape.token_seq, ig_shape.citus_group, 0));
+	if (exec_plan(st, PLAN_INSERT, values, nulls) == 0)
 		return IG_WRITE_RETRY;
 
-	ig_row_new(row, DatumGetInt64(ig_returned(1)), now, grant);
+	ig_store_row_new(row, DatumGetInt64(returned(1)), now, grant);
 	return IG_WRITE_DONE;
 }
 
 /* A retry or takeover of the row as read, if it is still as read. */
 IgWrite
-ig_sql_regrant(IgCall *call, const IgGrant *grant, IgRow *row, bool takeover,
-			   TimestampTz cutoff, TimestampTz now)
+ig_store_sql_regrant(IgStore *st, const IgGrant *grant, IgRow *row, bool takeover,
+					 TimestampTz cutoff, TimestampTz now)
 {
-	Datum		values[IG_MAX_PARAMS] = {0};
-	bool		nulls[IG_MAX_PARAMS] = {false, false, !grant->has_exec, !grant->has_fp,
+	IgCall	   *call = st->call;
+	Datum		values[MAX_PARAMS] = {0};
+	bool		nulls[MAX_PARAMS] = {false, false, !grant->has_exec, !grant->has_fp,
 	false, false, false, false};
 
-	ig_plan_payload(grant, values, nulls);
+	plan_payload(grant, values, nulls);
 	values[0] = call->workflow;
 	values[1] = call->key;
 	values[2] = grant->execution_id;
@@ -365,16 +354,16 @@ ig_sql_regrant(IgCall *call, const IgGrant *grant, IgRow *row, bool takeover,
 	values[6] = BoolGetDatum(grant->token_issued);
 	values[7] = TimestampTzGetDatum(cutoff);
 	if (ig_shape.citus)
-		values[IG_TOKEN_PARAM - 1] = Int64GetDatum(ig_citus_next_token(row->token));
-	if (ig_exec(call, takeover ? IG_PLAN_TAKEOVER : IG_PLAN_RETRY,
-				values, nulls) == 0)
+		values[TOKEN_PARAM - 1] = Int64GetDatum(ig_citus_next_token(ig_shape.token_seq, ig_shape.citus_group, row->token));
+	if (exec_plan(st, takeover ? PLAN_TAKEOVER : PLAN_RETRY,
+				  values, nulls) == 0)
 		return IG_WRITE_RETRY;
 
 	row->state = IG_PROCESSING;
-	row->token = DatumGetInt64(ig_returned(1));
-	row->attempt = DatumGetInt32(ig_returned(2));
-	row->claimed_at = DatumGetTimestampTz(ig_returned(3));
-	row->updated_at = DatumGetTimestampTz(ig_returned(4));
+	row->token = DatumGetInt64(returned(1));
+	row->attempt = DatumGetInt32(returned(2));
+	row->claimed_at = DatumGetTimestampTz(returned(3));
+	row->updated_at = DatumGetTimestampTz(returned(4));
 	row->token_issued = grant->token_issued;
 	row->result_isnull = true;
 	return IG_WRITE_DONE;
@@ -382,9 +371,10 @@ ig_sql_regrant(IgCall *call, const IgGrant *grant, IgRow *row, bool takeover,
 
 /* The owner's completion or failure through SQL. */
 IgWrite
-ig_sql_finish(IgCall *call, IgRow *row, IgState new_state, Datum value,
-			  bool isnull, TimestampTz stamp)
+ig_store_sql_finish(IgStore *st, IgRow *row, IgState new_state, Datum value,
+					bool isnull, TimestampTz stamp)
 {
+	IgCall	   *call = st->call;
 	Datum		values[6];
 	bool		nulls[6] = {false, false, false, isnull, false, false};
 
@@ -394,8 +384,8 @@ ig_sql_finish(IgCall *call, IgRow *row, IgState new_state, Datum value,
 	values[3] = value;
 	values[4] = TimestampTzGetDatum(stamp);
 	values[5] = BoolGetDatum(new_state == IG_FAILED_RETRYABLE);
-	if (ig_exec(call, new_state == IG_COMPLETED ? IG_PLAN_COMPLETE : IG_PLAN_FAIL,
-				values, nulls) == 0)
+	if (exec_plan(st, new_state == IG_COMPLETED ? PLAN_COMPLETE : PLAN_FAIL,
+				  values, nulls) == 0)
 		return IG_WRITE_RETRY;
 	row->state = new_state;
 	row->updated_at = stamp;
@@ -404,15 +394,16 @@ ig_sql_finish(IgCall *call, IgRow *row, IgState new_state, Datum value,
 
 /* A heartbeat of the processing row as read. */
 IgWrite
-ig_sql_heartbeat(IgCall *call, IgRow *row, TimestampTz stamp)
+ig_store_sql_heartbeat(IgStore *st, IgRow *row, TimestampTz stamp)
 {
+	IgCall	   *call = st->call;
 	Datum		values[4];
 
 	values[0] = call->workflow;
 	values[1] = call->key;
 	values[2] = Int64GetDatum(row->token);
 	values[3] = TimestampTzGetDatum(stamp);
-	if (ig_exec(call, IG_PLAN_HEARTBEAT, values, NULL) == 0)
+	if (exec_plan(st, PLAN_HEARTBEAT, values, NULL) == 0)
 		return IG_WRITE_RETRY;
 	row->updated_at = stamp;
 	return IG_WRITE_DONE;
@@ -420,9 +411,10 @@ ig_sql_heartbeat(IgCall *call, IgRow *row, TimestampTz stamp)
 
 /* An operator's resolution of the row as read. */
 IgWrite
-ig_sql_resolve(IgCall *call, IgRow *row, bool complete, Datum result,
-			   bool isnull, TimestampTz stamp)
+ig_store_sql_resolve(IgStore *st, IgRow *row, bool complete, Datum result,
+					 bool isnull, TimestampTz stamp)
 {
+	IgCall	   *call = st->call;
 	Datum		values[6];
 	bool		nulls[6] = {false, false, false, isnull, false, false};
 
@@ -432,7 +424,7 @@ ig_sql_resolve(IgCall *call, IgRow *row, bool complete, Datum result,
 	values[3] = result;
 	values[4] = TimestampTzGetDatum(stamp);
 	values[5] = Int64GetDatum(row->token);
-	if (ig_exec(call, IG_PLAN_RESOLVE, values, nulls) == 0)
+	if (exec_plan(st, PLAN_RESOLVE, values, nulls) == 0)
 		return IG_WRITE_RETRY;
 	row->state = complete ? IG_COMPLETED : IG_FAILED_RETRYABLE;
 	row->updated_at = stamp;
@@ -445,16 +437,17 @@ ig_sql_resolve(IgCall *call, IgRow *row, bool complete, Datum result,
  * waited for it has changed it.
  */
 IgWrite
-ig_sql_release(IgCall *call, IgRow *row)
+ig_store_sql_release(IgStore *st, IgRow *row)
 {
+	IgCall	   *call = st->call;
 	Datum		values[3];
 
 	values[0] = call->workflow;
 	values[1] = call->key;
 	values[2] = Int64GetDatum(row->token);
-	if (ig_exec(call, IG_PLAN_RELEASE, values, NULL) == 0)
+	if (exec_plan(st, PLAN_RELEASE, values, NULL) == 0)
 		return IG_WRITE_RETRY;
-	row->state = ig_state_from_datum(ig_shape.state_type, ig_returned(1));
+	row->state = ig_state_from_datum(ig_shape.state_type, returned(1));
 	return IG_WRITE_DONE;
 }
 
@@ -463,8 +456,9 @@ ig_sql_release(IgCall *call, IgRow *row)
  * NULL.  Through SQL, which checks the owner's SELECT privilege.
  */
 HeapTuple
-ig_store_status(IgCall *call)
+ig_store_sql_status(IgStore *st)
 {
+	IgCall	   *call = st->call;
 	Datum		values[2];
 	bool		isnull;
 	HeapTupleHeader rec;
@@ -472,10 +466,9 @@ ig_store_status(IgCall *call)
 	MemoryContext old;
 	HeapTuple	tuple;
 
-	ig_store_rel(call);
 	values[0] = call->workflow;
 	values[1] = call->key;
-	if (ig_exec(call, IG_PLAN_STATUS, values, NULL) == 0)
+	if (exec_plan(st, PLAN_STATUS, values, NULL) == 0)
 		return NULL;
 
 	rec = DatumGetHeapTupleHeader(SPI_getbinval(SPI_tuptable->vals[0],
@@ -496,8 +489,9 @@ ig_store_status(IgCall *call)
  * the same read through SQL, which Citus routes to the key's shard.
  */
 void
-ig_sql_probe(IgCall *call, IgRow *row)
+ig_store_sql_probe(IgStore *st, IgRow *row)
 {
+	IgCall	   *call = st->call;
 	Datum		values[2];
 	HeapTuple	tup;
 	TupleDesc	desc;
@@ -507,7 +501,7 @@ ig_sql_probe(IgCall *call, IgRow *row)
 
 	values[0] = call->workflow;
 	values[1] = call->key;
-	if (ig_exec(call, IG_PLAN_PROBE, values, NULL) == 0)
+	if (exec_plan(st, PLAN_PROBE, values, NULL) == 0)
 		return;
 
 	tup = SPI_tuptable->vals[0];

@@ -21,7 +21,6 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 
-#include "idem_gate.h"
 
 /*
  * idem_gate.outside_extension(statements text[]): run GRANT statements of

@@ -50,18 +50,18 @@
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
-#include "idem_gate.h"
+#include "base.h"
 #include "janitor.h"
 #include "shape.h"
 #include "worker.h"
 
 /* Settings */
-int			idem_naptime = 10;
-char	   *idem_database = NULL;
-char	   *idem_worker_role = NULL;
-int			idem_max_janitors = 3;
+int			ig_worker_naptime = 10;
+char	   *ig_worker_database = NULL;
+char	   *ig_worker_role = NULL;
+int			ig_worker_max_janitors = 3;
 
-IdemWorkerShared *idem_workers = NULL;
+IgWorkerShared *ig_worker_shared = NULL;
 
 /* Upper bound of idem_gate.max_janitors whatever max_worker_processes is */
 #define IG_MAX_JANITORS_LIMIT	1024
@@ -72,11 +72,11 @@ IdemWorkerShared *idem_workers = NULL;
  */
 #define IG_JANITOR_NICE		10
 
-StaticAssertDecl(sizeof(IdemJanitorArgs) <= BGW_EXTRALEN,
-				 "IdemJanitorArgs must fit in bgw_extra");
+StaticAssertDecl(sizeof(IgJanitorArgs) <= BGW_EXTRALEN,
+				 "IgJanitorArgs must fit in bgw_extra");
 
-static shmem_request_hook_type ig_prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type ig_prev_shmem_startup_hook = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 PGDLLEXPORT void idem_gate_janitor_main(Datum main_arg);
 
@@ -86,7 +86,7 @@ PGDLLEXPORT void idem_gate_janitor_main(Datum main_arg);
  * reports a database that does not exist.
  */
 static bool
-ig_check_database(char **newval, void **extra, GucSource source)
+check_database(char **newval, void **extra, GucSource source)
 {
 	char	   *raw;
 	List	   *names;
@@ -125,7 +125,7 @@ ig_check_database(char **newval, void **extra, GucSource source)
  * runs no more janitors than the server has worker slots for).
  */
 static bool
-ig_check_max_janitors(int *newval, void **extra, GucSource source)
+check_max_janitors(int *newval, void **extra, GucSource source)
 {
 	if (source != PGC_S_DEFAULT && *newval >= max_worker_processes)
 	{
@@ -141,40 +141,40 @@ ig_check_max_janitors(int *newval, void **extra, GucSource source)
  * without preloading too, as in 1.0; the others only with the worker.
  */
 void
-idem_worker_define_settings(void)
+ig_worker_init(void)
 {
 	DefineCustomIntVariable("idem_gate.naptime",
 							"Time between janitor passes in each database.",
 							"The launcher also looks for new databases this often.",
-							&idem_naptime,
+							&ig_worker_naptime,
 							10, 1, SECS_PER_DAY,
 							PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
 
-	if (!idem_preloaded)
+	if (!ig_preloaded)
 		return;
 
 	DefineCustomStringVariable("idem_gate.database",
 							   "Databases the janitor works in, comma-separated.",
 							   "Empty means every database that allows connections and has idem_gate installed.",
-							   &idem_database,
+							   &ig_worker_database,
 							   "",
 							   PGC_SIGHUP, GUC_LIST_INPUT,
-							   ig_check_database, NULL, NULL);
+							   check_database, NULL, NULL);
 	DefineCustomStringVariable("idem_gate.worker_role",
 							   "Role the janitor connects as; empty means the bootstrap superuser.",
 							   NULL,
-							   &idem_worker_role,
+							   &ig_worker_role,
 							   "",
 							   PGC_SIGHUP, 0,
 							   NULL, NULL, NULL);
 	DefineCustomIntVariable("idem_gate.max_janitors",
 							"Most janitors running at once, each in its own database.",
 							"Janitors are background workers: they count against max_worker_processes, as the launcher does.",
-							&idem_max_janitors,
+							&ig_worker_max_janitors,
 							3, 1, IG_MAX_JANITORS_LIMIT,
 							PGC_SIGHUP, 0,
-							ig_check_max_janitors, NULL, NULL);
+							check_max_janitors, NULL, NULL);
 }
 
 /*
@@ -182,36 +182,36 @@ idem_worker_define_settings(void)
  * janitors than that can ever run at once.
  */
 static Size
-ig_worker_shmem_size(void)
+worker_shmem_size(void)
 {
-	return add_size(offsetof(IdemWorkerShared, slots),
-					mul_size(max_worker_processes, sizeof(IdemJanitorSlot)));
+	return add_size(offsetof(IgWorkerShared, slots),
+					mul_size(max_worker_processes, sizeof(IgJanitorSlot)));
 }
 
 static void
-ig_worker_shmem_request(void)
+worker_shmem_request(void)
 {
-	if (ig_prev_shmem_request_hook)
-		ig_prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(ig_worker_shmem_size()));
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(worker_shmem_size()));
 }
 
 static void
-ig_worker_shmem_startup(void)
+worker_shmem_startup(void)
 {
 	bool		found;
 
-	if (ig_prev_shmem_startup_hook)
-		ig_prev_shmem_startup_hook();
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	idem_workers = ShmemInitStruct("idem_gate janitors", ig_worker_shmem_size(),
-								 &found);
+	ig_worker_shared = ShmemInitStruct("idem_gate janitors", worker_shmem_size(),
+									   &found);
 	if (!found)
 	{
-		memset(idem_workers, 0, ig_worker_shmem_size());
-		SpinLockInit(&idem_workers->mutex);
-		idem_workers->nslots = max_worker_processes;
+		memset(ig_worker_shared, 0, worker_shmem_size());
+		SpinLockInit(&ig_worker_shared->mutex);
+		ig_worker_shared->nslots = max_worker_processes;
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -222,8 +222,8 @@ ig_worker_shmem_startup(void)
  * The name is also the type pg_stat_activity.backend_type shows.
  */
 void
-idem_worker_init(BackgroundWorker *worker, const char *name,
-				 const char *function, int restart_time)
+ig_worker_describe(BackgroundWorker *worker, const char *name,
+				   const char *function, int restart_time)
 {
 	memset(worker, 0, sizeof(*worker));
 	worker->bgw_flags = BGWORKER_SHMEM_ACCESS |
@@ -241,17 +241,17 @@ idem_worker_init(BackgroundWorker *worker, const char *name,
  * _PG_init while preloading.
  */
 void
-idem_worker_register(void)
+ig_worker_register(void)
 {
 	BackgroundWorker worker;
 
-	ig_prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = ig_worker_shmem_request;
-	ig_prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = ig_worker_shmem_startup;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = worker_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = worker_shmem_startup;
 
-	idem_worker_init(&worker, "idem_gate launcher", "idem_gate_launcher_main",
-					 IDEM_RESTART_SECS);
+	ig_worker_describe(&worker, "idem_gate launcher", "idem_gate_launcher_main",
+					   IG_RESTART_SECS);
 	RegisterBackgroundWorker(&worker);
 }
 
@@ -261,34 +261,34 @@ idem_worker_register(void)
  * to another start since (this janitor started too late).
  */
 static bool
-ig_slot_take(int i, const IdemJanitorArgs *args)
+slot_take(int i, const IgJanitorArgs *args)
 {
-	IdemJanitorSlot *slot;
+	IgJanitorSlot *slot;
 	bool		taken = false;
 
-	if (idem_workers == NULL || i < 0 || i >= idem_workers->nslots)
+	if (ig_worker_shared == NULL || i < 0 || i >= ig_worker_shared->nslots)
 		return false;
-	slot = &idem_workers->slots[i];
-	SpinLockAcquire(&idem_workers->mutex);
-	if (slot->state == IDEM_SLOT_STARTING &&
+	slot = &ig_worker_shared->slots[i];
+	SpinLockAcquire(&ig_worker_shared->mutex);
+	if (slot->state == IG_SLOT_STARTING &&
 		slot->generation == args->generation && slot->dboid == args->dboid)
 	{
-		slot->state = IDEM_SLOT_RUNNING;
+		slot->state = IG_SLOT_RUNNING;
 		slot->pid = MyProcPid;
 		taken = true;
 	}
-	SpinLockRelease(&idem_workers->mutex);
+	SpinLockRelease(&ig_worker_shared->mutex);
 	return taken;
 }
 
 /* Record in the janitor's slot what it found of the extension. */
 static void
-ig_slot_report(int i, IdemExtState ext)
+slot_report(int i, IgExtState ext)
 {
-	SpinLockAcquire(&idem_workers->mutex);
-	if (idem_workers->slots[i].pid == MyProcPid)
-		idem_workers->slots[i].ext = ext;
-	SpinLockRelease(&idem_workers->mutex);
+	SpinLockAcquire(&ig_worker_shared->mutex);
+	if (ig_worker_shared->slots[i].pid == MyProcPid)
+		ig_worker_shared->slots[i].ext = ext;
+	SpinLockRelease(&ig_worker_shared->mutex);
 }
 
 /*
@@ -297,29 +297,29 @@ ig_slot_report(int i, IdemExtState ext)
  * refusing, once when the janitor works there again.
  */
 static void
-ig_pass_report(int i, const IdemJanitorArgs *args, IdemPassState now,
-			   const char *dbname, const char *why)
+pass_report(int i, const IgJanitorArgs *args, IgPassState now,
+			const char *dbname, const char *why)
 {
-	IdemPassState prior = args->prior_pass;
+	IgPassState prior = args->prior_pass;
 
-	SpinLockAcquire(&idem_workers->mutex);
-	if (idem_workers->slots[i].pid == MyProcPid)
-		idem_workers->slots[i].pass = now;
-	SpinLockRelease(&idem_workers->mutex);
+	SpinLockAcquire(&ig_worker_shared->mutex);
+	if (ig_worker_shared->slots[i].pid == MyProcPid)
+		ig_worker_shared->slots[i].pass = now;
+	SpinLockRelease(&ig_worker_shared->mutex);
 
 	if (now == prior)
 		return;
-	if (now == IDEM_PASS_READ_ONLY)
+	if (now == IG_PASS_READ_ONLY)
 		ereport(LOG,
 				(errmsg("idem_gate janitor: database \"%s\" is read-only; no janitor pass there until it accepts writes",
 						dbname),
 				 errdetail("default_transaction_read_only is on for the janitor's sessions, as an HA manager sets it while it fences a server.")));
-	else if (now == IDEM_PASS_REFUSED)
+	else if (now == IG_PASS_REFUSED)
 		ereport(WARNING,
 				(errmsg("idem_gate janitor: no janitor pass in database \"%s\": %s",
 						dbname, why),
 				 errhint("Drop the rule, or restore the token sequence with ALTER SEQUENCE idem_gate.token_seq NO CYCLE INCREMENT BY 1; passes resume at the next naptime.")));
-	else if (now == IDEM_PASS_WORKING && prior != IDEM_PASS_UNKNOWN)
+	else if (now == IG_PASS_WORKING && prior != IG_PASS_UNKNOWN)
 		ereport(LOG,
 				(errmsg("idem_gate janitor: database \"%s\" accepts the janitor's writes again; passes resume",
 						dbname)));
@@ -327,7 +327,7 @@ ig_pass_report(int i, const IdemJanitorArgs *args, IdemPassState now,
 
 /* The owner of a function, by its OID. */
 static Oid
-ig_function_owner(Oid fn)
+function_owner(Oid fn)
 {
 	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
 	Oid			owner;
@@ -346,7 +346,7 @@ ig_function_owner(Oid fn)
  * schema from the role the janitor connects as.
  */
 static Oid
-ig_pass_owner(void)
+pass_owner(void)
 {
 	Oid			fn;
 	Oid			owner;
@@ -359,7 +359,7 @@ ig_pass_owner(void)
 						 ObjectIdGetDatum(get_namespace_oid("idem_gate", false)));
 	if (!OidIsValid(fn))
 		elog(ERROR, "function idem_gate.janitor_run() does not exist");
-	owner = ig_function_owner(fn);
+	owner = function_owner(fn);
 	CommitTransactionCommand();
 	return owner;
 }
@@ -370,17 +370,17 @@ ig_pass_owner(void)
  * from the configuration, the database or the role), nor while the
  * claims table refuses every write.  Decided as the pass's owner.
  */
-static IdemPassState
-ig_pass_state(char **dbname, const char **why)
+static IgPassState
+pass_state(char **dbname, const char **why)
 {
-	IdemPassState state = IDEM_PASS_WORKING;
+	IgPassState state = IG_PASS_WORKING;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	*dbname = MemoryContextStrdup(TopMemoryContext, get_database_name(MyDatabaseId));
 	*why = NULL;
 	if (XactReadOnly)
-		state = IDEM_PASS_READ_ONLY;
+		state = IG_PASS_READ_ONLY;
 	else
 	{
 		static const IgTable written[] = {
@@ -389,15 +389,15 @@ ig_pass_state(char **dbname, const char **why)
 
 		ig_shape_ensure();
 		for (int t = 0; t < lengthof(written) && *why == NULL; t++)
-			if (ig_table_shape(written[t])->rule != NULL)
+			if (ig_shape_table(written[t])->rule != NULL)
 				*why = psprintf("%s has rule \"%s\", which the janitor's statements cannot honour",
-								ig_table_name(written[t]), ig_table_shape(written[t])->rule);
+								ig_shape_table_name(written[t]), ig_shape_table(written[t])->rule);
 		if (*why == NULL && ig_shape.refuse == IG_REFUSE_SEQUENCE)
 			*why = "idem_gate.token_seq cycles or does not count up, so a token could be granted twice";
 		if (*why != NULL)
 		{
 			*why = MemoryContextStrdup(TopMemoryContext, *why);
-			state = IDEM_PASS_REFUSED;
+			state = IG_PASS_REFUSED;
 		}
 	}
 	CommitTransactionCommand();
@@ -413,7 +413,7 @@ ig_pass_state(char **dbname, const char **why)
  * cannot be redirected to a function the database owner planted.
  */
 static void
-ig_pin_settings(void)
+pin_settings(void)
 {
 	static const char *const pinned[][2] = {
 		{"search_path", "pg_catalog, pg_temp"},
@@ -433,17 +433,17 @@ ig_pin_settings(void)
 
 /* Give the slot back when the janitor exits, however it exits. */
 static void
-ig_janitor_exit(int code, Datum arg)
+janitor_exit(int code, Datum arg)
 {
 	int			i = DatumGetInt32(arg);
 
-	SpinLockAcquire(&idem_workers->mutex);
-	if (idem_workers->slots[i].pid == MyProcPid)
+	SpinLockAcquire(&ig_worker_shared->mutex);
+	if (ig_worker_shared->slots[i].pid == MyProcPid)
 	{
-		idem_workers->slots[i].state = IDEM_SLOT_DONE;
-		idem_workers->slots[i].pid = 0;
+		ig_worker_shared->slots[i].state = IG_SLOT_DONE;
+		ig_worker_shared->slots[i].pid = 0;
 	}
-	SpinLockRelease(&idem_workers->mutex);
+	SpinLockRelease(&ig_worker_shared->mutex);
 }
 
 /*
@@ -452,9 +452,9 @@ ig_janitor_exit(int code, Datum arg)
  * appears, not at every pass.
  */
 static bool
-ig_extension_present(int i, const IdemJanitorArgs *args)
+extension_present(int i, const IgJanitorArgs *args)
 {
-	IdemExtState now;
+	IgExtState now;
 	char	   *dbname;
 
 	SetCurrentStatementStartTimestamp();
@@ -462,33 +462,33 @@ ig_extension_present(int i, const IdemJanitorArgs *args)
 	dbname = get_database_name(MyDatabaseId);
 	if (OidIsValid(get_extension_oid("idem_gate", true)))
 	{
-		now = IDEM_EXT_PRESENT;
-		if (args->prior == IDEM_EXT_ABSENT_LOGGED)
+		now = IG_EXT_PRESENT;
+		if (args->prior == IG_EXT_ABSENT_LOGGED)
 			ereport(LOG,
 					(errmsg("idem_gate janitor: extension idem_gate found in database \"%s\"; resuming",
 							dbname)));
-		else if (args->prior == IDEM_EXT_ABSENT_QUIET)
+		else if (args->prior == IG_EXT_ABSENT_QUIET)
 			ereport(LOG,
 					(errmsg("idem_gate janitor: extension idem_gate found in database \"%s\"; serving it",
 							dbname)));
 	}
-	else if (args->prior == IDEM_EXT_PRESENT ||
-			 (args->prior == IDEM_EXT_UNKNOWN && args->named))
+	else if (args->prior == IG_EXT_PRESENT ||
+			 (args->prior == IG_EXT_UNKNOWN && args->named))
 	{
-		now = IDEM_EXT_ABSENT_LOGGED;
+		now = IG_EXT_ABSENT_LOGGED;
 		ereport(LOG,
 				(errmsg("idem_gate janitor: extension idem_gate is not installed in database \"%s\"; idling",
 						dbname),
 				 errhint("Run CREATE EXTENSION idem_gate in that database; the janitor starts working at its next pass.")));
 	}
-	else if (args->prior == IDEM_EXT_UNKNOWN)
-		now = IDEM_EXT_ABSENT_QUIET;
+	else if (args->prior == IG_EXT_UNKNOWN)
+		now = IG_EXT_ABSENT_QUIET;
 	else
 		now = args->prior;
 	CommitTransactionCommand();
 
-	ig_slot_report(i, now);
-	return now == IDEM_EXT_PRESENT;
+	slot_report(i, now);
+	return now == IG_EXT_PRESENT;
 }
 
 /*
@@ -498,13 +498,13 @@ ig_extension_present(int i, const IdemJanitorArgs *args)
  * error.  Any other error ends the janitor as usual.
  */
 static void
-ig_run_pass(int i, const IdemJanitorArgs *args, const char *dbname)
+run_pass(int i, const IgJanitorArgs *args, const char *dbname)
 {
 	IgJanitorCounts counts;
 
 	PG_TRY();
 	{
-		idem_janitor_pass(&counts, true);
+		ig_janitor_pass(&counts, true);
 	}
 	PG_CATCH();
 	{
@@ -519,7 +519,7 @@ ig_run_pass(int i, const IdemJanitorArgs *args, const char *dbname)
 		/* the server turned read-only during the pass (a fenced primary) */
 		if (edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION)
 		{
-			ig_pass_report(i, args, IDEM_PASS_READ_ONLY, dbname, NULL);
+			pass_report(i, args, IG_PASS_READ_ONLY, dbname, NULL);
 			return;
 		}
 
@@ -533,7 +533,7 @@ ig_run_pass(int i, const IdemJanitorArgs *args, const char *dbname)
 		CommitTransactionCommand();
 		if (!gone)
 			ReThrowError(edata);
-		ig_slot_report(i, IDEM_EXT_ABSENT_LOGGED);
+		slot_report(i, IG_EXT_ABSENT_LOGGED);
 	}
 	PG_END_TRY();
 }
@@ -551,7 +551,7 @@ ig_run_pass(int i, const IdemJanitorArgs *args, const char *dbname)
  * can hit: each tries a few times.
  */
 static void
-ig_lower_priority(void)
+lower_priority(void)
 {
 	if (setpriority(PRIO_PROCESS, 0, IG_JANITOR_NICE) != 0)
 		ereport(DEBUG1,
@@ -588,7 +588,7 @@ ig_lower_priority(void)
  * janitor connects past the setting only to read it.
  */
 static bool
-ig_database_open(void)
+database_open(void)
 {
 	HeapTuple	tup;
 	bool		open = false;
@@ -620,7 +620,7 @@ void
 idem_gate_janitor_main(Datum main_arg)
 {
 	int			i = DatumGetInt32(main_arg);
-	IdemJanitorArgs args;
+	IgJanitorArgs args;
 
 	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
 
@@ -628,33 +628,33 @@ idem_gate_janitor_main(Datum main_arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 
-	if (!ig_slot_take(i, &args))
+	if (!slot_take(i, &args))
 		proc_exit(0);
-	before_shmem_exit(ig_janitor_exit, Int32GetDatum(i));
+	before_shmem_exit(janitor_exit, Int32GetDatum(i));
 
 	BackgroundWorkerInitializeConnectionByOid(args.dboid, args.roleoid,
 											  BGWORKER_BYPASS_ALLOWCONN);
 	pgstat_report_appname("idem_gate janitor");
 
-	ig_pin_settings();
-	if (ig_database_open() && !RecoveryInProgress() &&
-		ig_extension_present(i, &args))
+	pin_settings();
+	if (database_open() && !RecoveryInProgress() &&
+		extension_present(i, &args))
 	{
 		char	   *dbname;
 		const char *why;
 		Oid			save_userid;
 		int			save_sec_context;
-		Oid			owner = ig_pass_owner();
-		IdemPassState state;
+		Oid			owner = pass_owner();
+		IgPassState state;
 
 		/* as the owner of idem_gate.janitor_run(), restricted as it is */
 		GetUserIdAndSecContext(&save_userid, &save_sec_context);
 		SetUserIdAndSecContext(owner, save_sec_context |
 							   SECURITY_LOCAL_USERID_CHANGE |
 							   SECURITY_RESTRICTED_OPERATION);
-		state = ig_pass_state(&dbname, &why);
-		ig_pass_report(i, &args, state, dbname, why);
-		if (state == IDEM_PASS_WORKING)
+		state = pass_state(&dbname, &why);
+		pass_report(i, &args, state, dbname, why);
+		if (state == IG_PASS_WORKING)
 		{
 			/*
 			 * Background work yields to the claims: a lower CPU priority,
@@ -662,9 +662,9 @@ idem_gate_janitor_main(Datum main_arg)
 			 * in a crash is simply done again at the next pass; no client
 			 * waits for it).
 			 */
-			ig_lower_priority();
+			lower_priority();
 			SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-			ig_run_pass(i, &args, dbname);
+			run_pass(i, &args, dbname);
 		}
 		SetUserIdAndSecContext(save_userid, save_sec_context);
 	}

@@ -14,13 +14,13 @@
 #include "storage/spin.h"
 
 /* Pause before the postmaster restarts the launcher, or it tries again. */
-#define IDEM_RESTART_SECS	10
+#define IG_RESTART_SECS	10
 
 /* Settings (worker.c) */
-extern int	idem_naptime;
-extern char *idem_database;
-extern char *idem_worker_role;
-extern int	idem_max_janitors;
+extern int	ig_worker_naptime;
+extern char *ig_worker_database;
+extern char *ig_worker_role;
+extern int	ig_worker_max_janitors;
 
 /*
  * What the janitors found of the extension in a database, so that its
@@ -28,13 +28,13 @@ extern int	idem_max_janitors;
  * never seen with idem_gate and that idem_gate.database does not name, the
  * absence is the normal case and is not logged at all.
  */
-typedef enum IdemExtState
+typedef enum IgExtState
 {
-	IDEM_EXT_UNKNOWN,
-	IDEM_EXT_ABSENT_QUIET,
-	IDEM_EXT_ABSENT_LOGGED,
-	IDEM_EXT_PRESENT
-} IdemExtState;
+	IG_EXT_UNKNOWN,
+	IG_EXT_ABSENT_QUIET,
+	IG_EXT_ABSENT_LOGGED,
+	IG_EXT_PRESENT
+} IgExtState;
 
 /*
  * Whether the janitor could work in a database at its last pass, so that
@@ -42,59 +42,59 @@ typedef enum IdemExtState
  * read-only for a while (an HA manager fences a promoted primary with
  * default_transaction_read_only), or the claims table refuse writes.
  */
-typedef enum IdemPassState
+typedef enum IgPassState
 {
-	IDEM_PASS_UNKNOWN,
-	IDEM_PASS_WORKING,
-	IDEM_PASS_READ_ONLY,
-	IDEM_PASS_REFUSED
-} IdemPassState;
+	IG_PASS_UNKNOWN,
+	IG_PASS_WORKING,
+	IG_PASS_READ_ONLY,
+	IG_PASS_REFUSED
+} IgPassState;
 
-typedef enum IdemSlotState
+typedef enum IgSlotState
 {
-	IDEM_SLOT_FREE,
-	IDEM_SLOT_STARTING,			/* registered by the launcher */
-	IDEM_SLOT_RUNNING,			/* taken by its janitor */
-	IDEM_SLOT_DONE				/* its janitor exited */
-} IdemSlotState;
+	IG_SLOT_FREE,
+	IG_SLOT_STARTING,			/* registered by the launcher */
+	IG_SLOT_RUNNING,			/* taken by its janitor */
+	IG_SLOT_DONE				/* its janitor exited */
+} IgSlotState;
 
 /* A janitor's slot in shared memory; the mutex protects all of it. */
-typedef struct IdemJanitorSlot
+typedef struct IgJanitorSlot
 {
-	IdemSlotState state;
+	IgSlotState state;
 	uint32		generation;		/* which start this is */
 	Oid			dboid;
 	pid_t		pid;			/* while running */
-	IdemExtState ext;			/* what the janitor found */
-	IdemPassState pass;			/* whether it could work */
+	IgExtState ext;			/* what the janitor found */
+	IgPassState pass;			/* whether it could work */
 	TimestampTz assigned;
-} IdemJanitorSlot;
+} IgJanitorSlot;
 
-typedef struct IdemWorkerShared
+typedef struct IgWorkerShared
 {
 	slock_t		mutex;
 	uint32		generation;
 	int			nslots;
-	IdemJanitorSlot slots[FLEXIBLE_ARRAY_MEMBER];
-} IdemWorkerShared;
+	IgJanitorSlot slots[FLEXIBLE_ARRAY_MEMBER];
+} IgWorkerShared;
 
 /* What the launcher hands a janitor in bgw_extra. */
-typedef struct IdemJanitorArgs
+typedef struct IgJanitorArgs
 {
 	uint32		generation;
 	Oid			dboid;
 	Oid			roleoid;
-	IdemExtState prior;			/* what the previous pass found */
-	IdemPassState prior_pass;	/* whether the previous pass could work */
+	IgExtState prior;			/* what the previous pass found */
+	IgPassState prior_pass;	/* whether the previous pass could work */
 	bool		named;			/* listed in idem_gate.database */
-} IdemJanitorArgs;
+} IgJanitorArgs;
 
 /* The slots; NULL without preloading. */
-extern IdemWorkerShared *idem_workers;
+extern IgWorkerShared *ig_worker_shared;
 
-extern void idem_worker_define_settings(void);
-extern void idem_worker_register(void);
-extern void idem_worker_init(BackgroundWorker *worker, const char *name,
-							 const char *function, int restart_time);
+extern void ig_worker_init(void);
+extern void ig_worker_register(void);
+extern void ig_worker_describe(BackgroundWorker *worker, const char *name,
+							   const char *function, int restart_time);
 
 #endif							/* IDEM_GATE_WORKER_H */

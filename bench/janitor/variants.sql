@@ -1,6 +1,6 @@
 -- The janitor's completed-row batch as the worker runs it (one transaction
 -- per batch, plan cached by PL/pgSQL as SPI caches the worker's), in two
--- forms: 'current' as src/janitor.c has it, 'ordered' with ORDER BY
+-- forms: 'current' as src/janitor_sql.c has it, 'ordered' with ORDER BY
 -- c.updated_at, 'keyset' ordered and starting each batch at the largest
 -- updated_at the previous batch deleted.
 -- CALL idem_bench_delete(variant, batch_size, retention) deletes until a

@@ -94,12 +94,12 @@ $node->psql('postgres', undef,
 	stdout => \$stdout, stderr => \$stderr,
 	extra_params => [
 		'-c', 'LISTEN idem_gate_alert',
-		'-c', "SELECT make_claim('stuck_1', 'wf', 'processing', '20 minutes')",
+		'-c', "SELECT make_claim('stuck_1', 'stuck_wf', 'processing', '20 minutes')",
 		'-c', 'SELECT pg_sleep(4)' ]);
-my @alerts = ($stdout =~ /Asynchronous notification "idem_gate_alert" with payload "([^\n]*stuck_1[^\n]*)" received/g);
+my @alerts = ($stdout =~ /Asynchronous notification "idem_gate_alert" with payload "([^\n]*"stuck_wf"[^\n]*)" received/g);
 is(scalar(@alerts), 1, 'one NOTIFY for the stuck claim, over several passes');
-like($alerts[0] // '', qr/"workflow":"wf","key":"stuck_1","token":\d+,"attempt":1,"claimed_at":"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^"]*","age":"00:20:0[^"]*","action":"alert"/,
-	'the payload names workflow, key, token, attempt, claimed_at and age');
+like($alerts[0] // '', qr/^\{"workflow":"stuck_wf","reason":"stuck","at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[^"]*"\}$/,
+	'the payload names the workflow, the reason and the time, and nothing secret');
 my $log = slurp_file($node->logfile, $log_offset);
 my @lines = ($log =~ /(WARNING:  idem_gate: 1 claim stuck in processing\n[^\n]*stuck_1)/g);
 is(scalar(@lines), 1, 'one WARNING line for it');
