@@ -124,6 +124,13 @@ SELECT idem_claim('u2_released', 'ordersXeu');
 SELECT idem_release('u2_released', 'ordersXeu', 'before the update');
 SELECT key, state FROM idem_gate.claims ORDER BY key;
 SELECT max(token) AS max_token_11 FROM idem_gate.claims \gset
+-- until the update, the 1.2 library reads 1.1's grants by 1.1's rule:
+-- LIKE, where _ is any one character, so 'orders_%' covers ordersXeu
+SET idem_gate.workflow_acl = on;
+SET ROLE regress_up_n8n;
+SELECT ord, outcome FROM idem_claim_many(ARRAY['u2_like'], 'ordersXeu');
+RESET ROLE;
+RESET idem_gate.workflow_acl;
 ALTER EXTENSION idem_gate UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'idem_gate';
 -- every row kept
@@ -166,6 +173,10 @@ RESET ROLE;
 -- for what its own grants cover
 SET ROLE regress_up2_admin;
 SELECT idem_gate.grant_workflow('regress_up_n8n', 'orders_us%');
+RESET ROLE;
+-- from the update on (in this session too), _ is a literal underscore
+SET ROLE regress_up_n8n;
+SELECT ord, outcome FROM idem_claim_many(ARRAY['u2_like'], 'ordersXeu');
 RESET ROLE;
 RESET idem_gate.workflow_acl;
 -- after a switch-over the next token is past the released claim's too

@@ -67,6 +67,7 @@ typedef struct IgAclCache
 	Oid			roleid;			/* the calling role the cache is for */
 	Oid			relid;			/* idem_gate.workflow_acl */
 	Oid			extowner;		/* the extension's owner */
+	bool		like;			/* the catalog is 1.1's: patterns are LIKE's */
 	int			npatterns;
 	char	  **patterns;		/* patterns granted to roleid */
 	int			nanswers;
@@ -76,7 +77,7 @@ typedef struct IgAclCache
 
 static IgAclCache cache;
 
-static Oid	extension_owner(void);
+static Oid	extension_owner(bool *like);
 static MemoryContext acl_cxt = NULL;
 
 /* The grants or the role memberships changed: decide again. */
@@ -113,6 +114,8 @@ acl_load(Oid roleid, Oid relid)
 		CacheRegisterRelcacheCallback(acl_relcache_cb, (Datum) 0);
 		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, acl_syscache_cb, (Datum) 0);
 		CacheRegisterSyscacheCallback(AUTHOID, acl_syscache_cb, (Datum) 0);
+		/* ALTER EXTENSION UPDATE changes the rule the patterns are read by */
+		CacheRegisterSyscacheCallback(EXTENSIONOID, acl_syscache_cb, (Datum) 0);
 		acl_cxt = AllocSetContextCreate(TopMemoryContext,
 										"idem_gate workflow acl",
 										ALLOCSET_SMALL_SIZES);
@@ -124,7 +127,7 @@ acl_load(Oid roleid, Oid relid)
 	cache.roleid = roleid;
 	cache.relid = relid;
 
-	cache.extowner = extension_owner();
+	cache.extowner = extension_owner(&cache.like);
 	rel = table_open(relid, AccessShareLock);
 	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
 	while ((tup = systable_getnext(scan)) != NULL)
@@ -256,19 +259,33 @@ pattern_covers(const char *q, const char *p)
 	return symbols_match(qs, nq, ps, np);
 }
 
-/* Does a pattern granted to the cached role match the workflow? */
+/*
+ * Does a pattern granted to the cached role match the workflow?  By the
+ * rule of 1.2, or, until ALTER EXTENSION UPDATE brings the catalog to 1.2,
+ * by 1.1's (LIKE, where _ is any one character too): the update's NOTICE
+ * lists the grants whose meaning it changes.
+ */
 static bool
 acl_match(const char *workflow)
 {
 	for (int i = 0; i < cache.npatterns; i++)
-		if (pattern_matches(cache.patterns[i], workflow))
+	{
+		if (cache.like ?
+			DatumGetBool(DirectFunctionCall2Coll(textlike, C_COLLATION_OID,
+												 CStringGetTextDatum(workflow),
+												 CStringGetTextDatum(cache.patterns[i]))) :
+			pattern_matches(cache.patterns[i], workflow))
 			return true;
+	}
 	return false;
 }
 
-/* The owner of the idem_gate extension. */
+/*
+ * The owner of the idem_gate extension; *like says whether its catalog is
+ * still 1.1's.
+ */
 static Oid
-extension_owner(void)
+extension_owner(bool *like)
 {
 	Relation	rel;
 	ScanKeyData skey;
@@ -281,8 +298,16 @@ extension_owner(void)
 				F_NAMEEQ, CStringGetDatum("idem_gate"));
 	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &skey);
 	tup = systable_getnext(scan);
+	*like = false;
 	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		version = heap_getattr(tup, Anum_pg_extension_extversion,
+										   RelationGetDescr(rel), &isnull);
+
 		owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
+		*like = !isnull && strcmp(TextDatumGetCString(version), "1.1") == 0;
+	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
 	return owner;
