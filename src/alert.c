@@ -67,11 +67,20 @@ payload_name(StringInfo buf, const char *member, const char *s)
 }
 
 /*
+ * The announcements this server process has made: each payload carries
+ * its number, because PostgreSQL delivers identical notifications of one
+ * transaction once, and two claims of one workflow can enter the inbox in
+ * one transaction (a janitor's batch, an n8n batch of failures).
+ */
+static uint64 announced = 0;
+
+/*
  * The payload announcing that a claim of workflow needs a person, for
- * reason ("stuck", "needs_review", "failing"): the workflow, the reason
- * and the time, nothing secret.  No key, token, payload or error text: a
- * listener needs no privilege, and one with rights reads the details from
- * idem_gate.inbox.  Always fits NOTIFY's limit.
+ * reason ("stuck", "needs_review", "failing"): the workflow, the reason,
+ * the time and the announcement's number, nothing secret.  No key, token,
+ * payload or error text: a listener needs no privilege, and one with
+ * rights reads the details from idem_gate.inbox.  Always fits NOTIFY's
+ * limit.
  */
 static char *
 alert_payload(const char *workflow, const char *reason, TimestampTz at)
@@ -83,9 +92,11 @@ alert_payload(const char *workflow, const char *reason, TimestampTz at)
 	initStringInfo(&payload);
 	appendStringInfoChar(&payload, '{');
 	payload_name(&payload, "workflow", workflow);
-	appendStringInfo(&payload, "\"reason\":\"%s\",\"at\":\"%s\"}", reason,
+	appendStringInfo(&payload, "\"reason\":\"%s\",\"at\":\"%s\",\"seq\":" UINT64_FORMAT "}",
+					 reason,
 					 JsonEncodeDateTime(buf, TimestampTzGetDatum(at),
-										TIMESTAMPTZOID, &utc));
+										TIMESTAMPTZOID, &utc),
+					 ++announced);
 	return payload.data;
 }
 

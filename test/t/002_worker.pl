@@ -98,7 +98,7 @@ $node->psql('postgres', undef,
 		'-c', 'SELECT pg_sleep(4)' ]);
 my @alerts = ($stdout =~ /Asynchronous notification "idem_gate_alert" with payload "([^\n]*"stuck_wf"[^\n]*)" received/g);
 is(scalar(@alerts), 1, 'one NOTIFY for the stuck claim, over several passes');
-like($alerts[0] // '', qr/^\{"workflow":"stuck_wf","reason":"stuck","at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[^"]*"\}$/,
+like($alerts[0] // '', qr/^\{"workflow":"stuck_wf","reason":"stuck","at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[^"]*","seq":\d+\}$/,
 	'the payload names the workflow, the reason and the time, and nothing secret');
 my $log = slurp_file($node->logfile, $log_offset);
 my @lines = ($log =~ /(WARNING:  idem_gate: 1 claim stuck in processing\n[^\n]*stuck_1)/g);

@@ -48,8 +48,8 @@ my $a = announcements(q{
 	ROLLBACK;
 }, 2);
 is(scalar @$a, 1, 'one announcement for one needs_review, none for a rolled-back one');
-like($a->[0] // '', qr/^\{"workflow":"shop","reason":"needs_review","at":"\d{4}-[^"]+\+00:00"\}$/,
-	'the workflow, the reason and the time, nothing else');
+like($a->[0] // '', qr/^\{"workflow":"shop","reason":"needs_review","at":"\d{4}-[^"]+\+00:00","seq":\d+\}$/,
+	'the workflow, the reason, the time and a number, nothing else');
 unlike($a->[0] // '', qr/r1|timed out|order/, 'no key, error text or payload');
 
 $a = announcements(q{
@@ -71,6 +71,21 @@ $a = announcements(q{
 }, 6);
 is(scalar(grep { /"workflow":"slow","reason":"stuck"/ } @$a), 1,
 	'a stuck claim is announced once by the janitor, however many passes follow');
+
+# two claims of one workflow entering the inbox in one transaction: two
+# announcements, which PostgreSQL would fold into one were they identical
+$a = announcements(q{
+	SELECT count(*) FROM idem_claim_many(ARRAY['m1', 'm2'], 'batch', NULL, NULL, 'run-1');
+	SELECT count(idem_fail(k, 'batch', (SELECT token FROM idem_gate.claims WHERE key = k),
+		'timed out', false)) FROM unnest(ARRAY['m1', 'm2']) k;
+}, 2);
+is(scalar(grep { /"workflow":"batch","reason":"needs_review"/ } @$a), 2,
+	'two needs_review in one transaction: two announcements');
+$a = announcements(q{
+	SELECT idem_claim('s2', 'slow'), idem_claim('s3', 'slow');
+}, 6);
+is(scalar(grep { /"workflow":"slow","reason":"stuck"/ } @$a), 2,
+	'two claims stuck together: two announcements from one batch');
 
 $node->stop;
 done_testing();
