@@ -48,7 +48,7 @@
 # Prints the seed, one line per mutant, each survivor as file:line with its
 # diff, and the score; survivors listed in test/mutation/equivalent.jsonl
 # (the mutants no input can tell from the code, each with why: see
-# docs/testing.md) are marked, and a second score leaves them out.
+# docs/dev/mutation.md) are marked, and a second score leaves them out.
 # Survivors are also written, one JSON object a line, to
 # mutate-survivors-<seed>.jsonl in the current directory, for --replay.
 set -euo pipefail

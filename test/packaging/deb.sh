@@ -66,11 +66,15 @@ cleanup() {
 trap cleanup EXIT
 
 # the distribution's files: tracked and new files, no build products
-# (.gitignore), also from a copy of the tree without .git
+# (.gitignore), also from a copy of the tree without .git; a tracked file
+# deleted (or moved) in the work tree and not yet committed is left out
 copy_tree() {
 	mkdir -p "$1"
 	if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-		(cd "$ROOT" && git ls-files -co --exclude-standard -z | xargs -0 tar -cf - --no-recursion) |
+		(cd "$ROOT" && git ls-files -co --exclude-standard -z |
+			while IFS= read -r -d '' f; do
+				if [ -e "$f" ] || [ -L "$f" ]; then printf '%s\0' "$f"; fi
+			done | xargs -0 tar -cf - --no-recursion) |
 			tar -C "$1" -xf -
 	else
 		tar -C "$ROOT" --exclude-vcs --exclude-vcs-ignores --exclude='./debian/.debhelper' -cf - . |
@@ -163,7 +167,8 @@ ok "dpkg-buildpackage builds $(basename "$deb")"
 cp "$BUILT"/*.deb "$BUILT"/*.changes "$BUILT"/*.buildinfo "$OUT"/ 2>/dev/null || true
 
 # contents: the module, the control file and every script PGXS installs
-dpkg-deb -c "$deb" | awk '{print $NF}' | sed 's|^\./|/|' >"$WORK/contents"
+# (a symbolic link's line ends with "-> target": its own name is the path)
+dpkg-deb -c "$deb" | sed -E 's/ -> .*$//' | awk '{print $NF}' | sed 's|^\./|/|' >"$WORK/contents"
 check "package ships idem_gate.so for $MAJOR" grep -qx "/usr/lib/postgresql/$MAJOR/lib/idem_gate.so" "$WORK/contents"
 check "package ships idem_gate.control" grep -qx "/usr/share/postgresql/$MAJOR/extension/idem_gate.control" "$WORK/contents"
 printf 'print-data:\n\t@echo $(DATA) $(DATA_built)\n' >"$WORK/print.mk"
@@ -177,6 +182,14 @@ check "package has no file outside /usr" bash -c "! grep -vE '^/(usr(/.*)?)?$' '
 default=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$ROOT/idem_gate.control")
 check "package ships the default version's script idem_gate--$default.sql" \
 	grep -qx "/usr/share/postgresql/$MAJOR/extension/idem_gate--$default.sql" "$WORK/contents"
+# the user documentation (compressed by dh_compress when it is large)
+DOC=/usr/share/doc/postgresql-$MAJOR-idem-gate
+for d in README.md changelog CHANGELOG.md docs/reference.md docs/operations.md; do
+	check "package ships $DOC/$d" grep -qxE "$DOC/$d(\.gz)?" "$WORK/contents"
+done
+check "package ships every page of docs/ ($(ls "$ROOT"/docs/*.md | wc -l))" \
+	bash -c "for f in '$ROOT'/docs/*.md; do grep -qxE '$DOC/docs/'\$(basename \$f)'(\.gz)?' '$WORK/contents' || exit 1; done"
+check "package ships no contributor's page (docs/dev)" bash -c "! grep -q '^$DOC/docs/dev' '$WORK/contents'"
 echo "# Depends: $(dpkg-deb -f "$deb" Depends)"
 
 # lintian: no error or warning left that debian/ does not explain

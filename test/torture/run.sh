@@ -6,7 +6,7 @@
 # private loopback ports under /tmp, runs the load and the faults, checks the
 # invariants, cleans up, and ends with "N passed, N failed" (non-zero exit on
 # any violation).  Needs idem_gate built and installed (make install).
-# See docs/torture.md.
+# See docs/dev/torture.md.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3

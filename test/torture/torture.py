@@ -8,7 +8,7 @@ pause and die at every step of the protocol, while the harness kills
 backends, the background worker, whole servers and fails over.  At the end
 it checks the invariants from the table, the audit history written by a
 trigger in the same transactions, the clients' logs of acknowledged calls
-and the ledger.  See docs/torture.md.
+and the ledger.  See docs/dev/torture.md.
 
 Usage (through test/torture/run.sh):
     torture.py [--short | --long] [--duration S] [--clients N] [--seed N]

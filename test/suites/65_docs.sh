@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The documentation suite: every relative link of every Markdown file of
+# the repository points to a file that exists, and every #anchor to a
+# heading of its file (test/ops/check_links.py); the README stays short
+# (under 15 KB) and keeps the blocks that other suites run as written.
+# Reads only the repository; needs python3.  Ends with one line
+# "N passed, N failed".
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok - $*"; }
+notok() { failed=$((failed + 1)); echo "not ok - $*"; }
+
+out=$(python3 "$ROOT/test/ops/check_links.py" "$ROOT" 2>&1)
+rc=$?
+echo "$out" | grep -v '^[0-9]* passed, [0-9]* failed$' | grep -v '^ok - '
+last=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
+if [ -z "$last" ]; then
+	echo "$out"
+	notok "check_links.py ran"
+else
+	p=$(echo "$last" | awk '{print $1}')
+	f=$(echo "$last" | awk '{print $3}')
+	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	passed=$((passed + p))
+	failed=$((failed + f))
+	echo "# $p links work, $f do not"
+fi
+
+size=$(wc -c <"$ROOT/README.md")
+if [ "$size" -lt 15000 ]; then ok "README.md is under 15 KB ($size bytes)"; else notok "README.md is under 15 KB ($size bytes)"; fi
+for block in install n8n-role; do
+	if grep -A1 -x "<!-- run: $block -->" "$ROOT/README.md" | sed -n 2p | grep -q '^```'; then
+		ok "README.md keeps its run:$block block"
+	else
+		notok "README.md keeps its run:$block block"
+	fi
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
