@@ -2,7 +2,7 @@
 # Monitoring suite: Debian's prometheus-postgres-exporter with
 # contrib/prometheus/queries.yaml against a running server with idem_gate
 # installed in $PGDATABASE (libpq variables PGHOST, PGPORT, PGUSER superuser,
-# PGDATABASE), as a monitoring role holding only the grants the README's
+# PGDATABASE), as a monitoring role holding only the grants docs/operations.md's
 # "Monitoring" section lists.  It scrapes /metrics before and after claims
 # made here and checks that every idem_gate series exists and moves; points
 # the exporter at a database without the extension too (it keeps serving,
@@ -64,7 +64,7 @@ trap cleanup EXIT
 [ "$(sql -c "SELECT extversion FROM pg_extension WHERE extname = 'idem_gate'")" != 1.0 ] ||
 	fatal "idem_gate in $PGDATABASE is at 1.0: the monitoring needs 1.1 (ALTER EXTENSION idem_gate UPDATE)"
 
-# the monitoring role, with the grants of the README's "Monitoring" section
+# the monitoring role, with the grants of docs/operations.md's "Monitoring" section
 sql -d postgres -c "CREATE ROLE $ROLE LOGIN IN ROLE pg_monitor" -c "CREATE DATABASE $NOEXT" ||
 	fatal "could not create the monitoring role and the database without idem_gate"
 sql -c "GRANT USAGE ON SCHEMA idem_gate TO $ROLE" \
