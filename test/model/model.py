@@ -7,27 +7,34 @@ release and run the janitor, the superuser) and several sessions, with
 random sequences of claims, batch claims, heartbeats, completions,
 failures, resolutions, releases, status reads, janitor passes and clock
 steps (rows backdated or moved forward by the superuser), including NULL
-and hostile arguments.  Every answer is checked against a small executable
-model of the claim state machine of CONTRACT 1.0/1.1 (see docs/model.md):
+and hostile arguments, and 1.2's human loop: payloads given with claims,
+the inbox, the actor of resolutions and releases, a claim's history.
+Every answer is checked against a small executable model of the claim
+state machine of CONTRACT 1.0/1.1 and of the 1.2 additions (see
+docs/dev/model.md):
 
   exact phase       each session owns its own workflows and keys, so the
                     model predicts every answer exactly: outcome, token
                     (presence, and growth), attempt, state, receipt,
-                    timestamps, the SQLSTATE of every error, the audit rows,
-                    the janitor's counts; after each call the rows it may
-                    have touched are read back and compared.
+                    payload, timestamps, the SQLSTATE of every error, the
+                    audit rows and history(), the inbox, the janitor's
+                    counts; after each call the rows it may have touched
+                    are read back and compared.
   concurrent phase  sessions race on shared keys; only invariants are
                     checked (each token granted to one run, tokens only
-                    grow, completed rows carry their owner's receipt, no
-                    NULL-token completion, no deadlock, no unexpected error).
+                    grow, completed rows carry their owner's receipt and
+                    no payload, no NULL-token completion, no deadlock, no
+                    unexpected error).
 
 Usage:
     model.py [--seed N] [--seconds S] [--steps N] [--sessions N]
              [--serial] [--skip CASE,...] [--keep]
+             [--ext-version V [--update]]
 
 Runs against the server given by PGHOST/PGPORT/PGUSER/PGDATABASE (PGUSER a
-superuser, idem_gate 1.1 available); creates its own database and roles and
-drops them at the end.  Prints the seed first; a failure prints the seed,
+superuser, idem_gate 1.2 installed); creates its own database
+and roles and drops them at the end.  A database whose idem_gate lacks the
+1.2 API (--ext-version 1.1) fails at once, naming what it lacks.  Prints the seed first; a failure prints the seed,
 the session, the step and the history of the key involved.  Replay with the
 same --seed (and --steps to stop at the same point; --serial runs the
 sessions of the exact phase interleaved in one thread, so the whole run is
@@ -49,6 +56,7 @@ import psycopg2.extensions
 
 EPS = 0.003                 # seconds of slack when comparing clock readings
 FAR = 3000 * 365.25 * 86400  # a policy value that never expires anything
+MODEL_VERSION = '1.2'        # the version of idem_gate the model knows
 
 # (SQL text, fixed length in seconds; None = 22023)
 INTERVALS = [
@@ -72,14 +80,38 @@ RESULTS = [None, {'id': 'ch_1', 'n': 1}, [1, 'two', {'3': 'é'}], 'text \u00e9 "
 ERRORS = [None, 'boom', 'ctl\x01\x1b[31m\nline']
 REASONS = [None, 'operator checked the charge', '', 'x' * 300]
 RESOLUTIONS = ['completed', 'completed', 'retry', 'retry', None, 'bogus', 'COMPLETED', '']
+# the person named by the 1.2 overloads of idem_resolve and idem_release
+ACTORS = [None, 'alice', 'bob@example.com', '', 'ctl\x01\x1b[31m\nline', '\u00e9\U0001d11e' * 200]
+# delivery payloads (1.2), as the SQL text sent; the model's value is json.loads
+# of it (jsonb keeps the last of duplicate keys, as json.loads does)
+PAYLOADS = ['{"order": 7, "email": "a@example.com"}', '[1, "two", {"3": "\u00e9"}]', '{}', '[]',
+            '{"a": 1, "a": 2}', '{"nested": {"deep": [null, true, 1.5, "ctl\\u0001 \\"q\\" \U0001d11e"]}}',
+            '  [ {"k": "v"} , [] ]  ', '{"blob": "%s"}' % ('x' * 3000)]
+PAYLOAD_HUGE = '{"blob": "%s"}' % ('y' * (1024 * 1024))   # over the default 1 MB
+PAYLOAD_SCALARS = ['"a string"', '42', 'true', 'null']    # 22023
 GATE_FUNCS = ['idem_claim(text,text,interval)',
               'idem_claim_ex(text,text,interval,text,text)',
+              'idem_claim_ex(text,text,interval,text,text,jsonb)',
               'idem_claim_many(text[],text,interval,text[],text)',
+              'idem_claim_many(text[],text,interval,text[],text,jsonb[])',
               'idem_heartbeat(text,text,bigint)',
               'idem_complete(text,text,bigint,jsonb)',
               'idem_fail(text,text,bigint,text,boolean)',
               'idem_status(text,text)']
-OPER_FUNCS = ['idem_resolve(text,text,text,jsonb,text)', 'idem_release(text,text,text)']
+OPER_FUNCS = ['idem_resolve(text,text,text,jsonb,text)', 'idem_release(text,text,text)',
+              'idem_resolve(text,text,text,jsonb,text,text)', 'idem_release(text,text,text,text)']
+# what the model of 1.2 needs besides the functions above
+API_1_2 = {
+    'function': ['public.%s' % f for f in GATE_FUNCS + OPER_FUNCS] + ['idem_gate.history(text,text)'],
+    'column': [('idem_gate.claims', 'payload'), ('idem_gate.claims', 'payload_dropped_bytes'),
+               ('idem_gate.audit', 'actor')],
+    'view': ['idem_gate.inbox'],
+    'setting': ['idem_gate.max_payload_bytes', 'idem_gate.max_attempts'],
+}
+INBOX_COLS = ['workflow', 'key', 'reason', 'since', 'state', 'attempt', 'execution_id', 'last_error',
+              'payload', 'payload_dropped_bytes', 'fingerprint', 'claimed_at', 'updated_at']
+HISTORY_COLS = ['at', 'action', 'actor', 'session_role', 'acting_role', 'state_before', 'state_after',
+                'reason']
 # cases where main disagrees with the contract, which --skip can leave out
 KNOWN_CASES = {
     'concurrent-delete': 'releases and janitor deletions racing with claims in the concurrent phase (a claim waiting for the deletion is granted a token drawn before it waited, lower than the deleted claim\'s)',
@@ -87,6 +119,10 @@ KNOWN_CASES = {
     'many-empty-bad-args': 'idem_claim_many with an empty array and a NULL/empty workflow or a bad stale_interval/execution_id',
     'many-repeat-fp': 'idem_claim_many repeating a key with another fingerprint than the stored one',
 }
+
+
+# undefined function, column, table: an idem_gate without the 1.2 API
+MISSING_CODES = {'42883', '42703', '42P01'}
 
 
 class Fail(Exception):
@@ -134,6 +170,30 @@ class Prefix(str):
     """A text column the model knows only the beginning of."""
 
 
+class JsonNull:
+    """A jsonb value that is JSON null (not SQL NULL): never a kept payload."""
+
+    def __repr__(self):
+        return "'null'::jsonb"
+
+
+def json_value(v):
+    """A jsonb value read by psycopg2 that is not SQL NULL (JSON null made visible)."""
+    return JsonNull() if v is None else v
+
+
+def payload_differs(m, a):
+    """Compare the payload columns of a model row and a row read; a reason or None."""
+    if m['payload'] is None or a['payload'] is None or isinstance(a['payload'], JsonNull):
+        if not (m['payload'] is None and a['payload'] is None):
+            return 'payload %s, model %s' % (short(repr(a['payload'])), short(repr(m['payload'])))
+    elif jdump(m['payload']) != jdump(a['payload']):
+        return 'payload %s, model %s' % (short(jdump(a['payload'])), short(jdump(m['payload'])))
+    if m['payload_dropped'] != a['payload_dropped']:
+        return 'payload_dropped_bytes %r, model %r' % (a['payload_dropped'], m['payload_dropped'])
+    return None
+
+
 def name_errs(v):
     if v is None:
         return {'22004'}
@@ -154,11 +214,29 @@ def interval_secs(sql):
 # --------------------------------------------------------------------------
 # the model of one row
 
-def new_row(token_bounds, w, issued, exec_id, fp):
+def new_row(token_bounds, w, issued, exec_id, fp, payload=(None, None)):
     return {'state': 'processing', 'attempt': 1, 'token': None, 'token_gt': token_bounds,
             'token_issued': issued, 'execution_id': exec_id, 'fingerprint': fp,
             'result': None, 'last_error': None, 'created_at': w, 'claimed_at': w,
-            'updated_at': w, 'completed_at': None, 'alerted_token': None}
+            'updated_at': w, 'completed_at': None, 'alerted_token': None,
+            'payload': payload[0], 'payload_dropped': payload[1]}
+
+
+def without_payload(row):
+    """A row whose payload and payload_dropped_bytes are cleared (completion)."""
+    return dict(row, payload=None, payload_dropped=None)
+
+
+INBOX_SQL = ('SELECT workflow, key, reason, extract(epoch FROM since)::float8, state::text, attempt,'
+             ' execution_id, last_error, payload, payload_dropped_bytes, fingerprint,'
+             ' extract(epoch FROM claimed_at)::float8, extract(epoch FROM updated_at)::float8,'
+             ' payload IS NULL FROM idem_gate.inbox')
+# stuck_after of the workflows' policies while the inbox is read (None: the setting)
+STUCK_POLICY = [None, None, '150 milliseconds', '2 minutes', '10 minutes', '1 hour', '1 day', '2 days',
+                '1 mon', '45 days', '1 year']
+HISTORY_SQL = ('SELECT extract(epoch FROM at)::float8, action, actor, session_role::text,'
+               ' acting_role::text, state_before::text, state_after::text, reason'
+               ' FROM idem_gate.history(%s::text, %s::text)')
 
 
 class Session:
@@ -173,13 +251,31 @@ class Session:
         self.keys = ['k0', 'k1', 'k2', 'ctl\n\t\x01\x7f', "q'\"\\%_", '\U0001d11e' * 255]
         self.steps = 0
         self.tokens_seen = set()
+        # 1.2's superuser settings, set on the session's connections before
+        # they take their role: the largest payload kept (the default 1 MB,
+        # none, or the size of one of the payloads or one byte less) and
+        # the attempts from which a failed_retryable claim is failing
+        edge = run.payload_sizes[rng.choice(PAYLOADS)]
+        self.limit = rng.choice([None, None, 0, 64, edge, edge, edge - 1])
+        self.max_attempts = rng.choice([None, 1, 2, 3, 3])
+        settings = []
+        if self.limit is not None:
+            settings.append(('idem_gate.max_payload_bytes', self.limit))
+        if self.max_attempts is not None:
+            settings.append(('idem_gate.max_attempts', self.max_attempts))
+        self.limit = run.defaults['idem_gate.max_payload_bytes'] if self.limit is None else self.limit
+        self.max_attempts = run.defaults['idem_gate.max_attempts'] if self.max_attempts is None else self.max_attempts
+        self.txn_limit = None
         self.conns = {}
         for role in ('client', 'operator', 'super'):
-            self.conns[role] = run.connect(role)
+            self.conns[role] = run.connect(role, settings)
         self.tz = rng.choice(TIMEZONES)
         for c in self.conns.values():
             c.cursor().execute('SET TimeZone = %s', (self.tz,))
-        self.rb = run.connect('super')
+        # reads back as the superuser, in UTC (the inbox's now() - stuck_after
+        # is then a fixed length for every interval but months and years)
+        self.rb = run.connect('super', settings + [('TimeZone', 'UTC')])
+        self.inbox_due = False
 
     def close(self):
         for c in list(self.conns.values()) + [self.rb]:
@@ -193,6 +289,8 @@ class Session:
         return [(w, k) for w in self.wfs for k in self.keys]
 
     def hist(self, wk, text):
+        if wk is None:
+            return
         self.run.history.setdefault(wk, []).append('[%s #%d] %s' % (self.name, self.steps, short(text)))
         if len(self.run.history[wk]) > 60:
             del self.run.history[wk][0]
@@ -204,23 +302,29 @@ class Session:
                    wk)
 
     # ----------------------------------------------------------------- calls
-    def call(self, conn, sql, args):
-        """Run one statement; returns (rows or None, sqlstate or None, t_send, t_recv)."""
+    def call(self, conn, sql, args, name=None):
+        """Run one statement; returns (rows or None, sqlstate or None, t_send, t_recv).
+        The error's message is kept in self.last_msg, the columns in self.last_cols."""
         g = self.run.global_max_token
         cur = conn.cursor()
         t0 = time.time()
+        self.last_msg = self.last_cols = None
         try:
             cur.execute(sql, args)
             rows = cur.fetchall() if cur.description else None
+            self.last_cols = [d[0] for d in cur.description] if cur.description else None
             err = None
         except psycopg2.Error as e:
             rows = None
             err = e.pgcode or 'conn'
-            msg = str(e).strip()
+            msg = self.last_msg = str(e).strip()
             if err == 'conn':
                 raise
         t1 = time.time()
-        self.run.count('%s %s' % (sql.split('(')[0].split()[-1], err or 'ok'))
+        self.run.count('%s %s' % (name or sql.split('(')[0].split()[-1], err or 'ok'))
+        if err in MISSING_CODES:
+            raise Fail('idem_gate lacks part of the 1.2 API the model calls (%s): %s (%s)'
+                       % (err, msg.splitlines()[0], sql.split(' FROM ')[-1].split('(')[0]), None)
         if err is not None and err not in self.run.expected_codes:
             raise Fail('unexpected error %s: %s (%s %r)' % (err, msg, sql, args), None)
         return rows, err, t0, t1, g
@@ -234,13 +338,15 @@ class Session:
                 ' result, result IS NULL, last_error,'
                 ' extract(epoch FROM created_at)::float8, extract(epoch FROM claimed_at)::float8,'
                 ' extract(epoch FROM updated_at)::float8, extract(epoch FROM completed_at)::float8,'
-                ' alerted_token FROM idem_gate.claims WHERE workflow = %s AND key = %s', (wf, key))
+                ' alerted_token, payload, payload IS NULL, payload_dropped_bytes'
+                ' FROM idem_gate.claims WHERE workflow = %s AND key = %s', (wf, key))
             r = cur.fetchone()
             out[(wf, key)] = None if r is None else {
                 'state': r[0], 'attempt': r[1], 'token': r[2], 'token_issued': r[3],
                 'execution_id': r[4], 'fingerprint': r[5], 'result': None if r[7] else r[6],
                 'last_error': r[8], 'created_at': r[9], 'claimed_at': r[10], 'updated_at': r[11],
-                'completed_at': r[12], 'alerted_token': r[13]}
+                'completed_at': r[12], 'alerted_token': r[13],
+                'payload': None if r[15] else json_value(r[14]), 'payload_dropped': r[16]}
         return out
 
     def row_matches(self, m, a):
@@ -264,6 +370,9 @@ class Session:
                 a['token'], m['token_gt'])
         if jdump(m['result']) != jdump(a['result']):
             return 'result %s, model %s' % (jdump(a['result']), jdump(m['result']))
+        why = payload_differs(m, a)
+        if why:
+            return why
         if isinstance(m['last_error'], Prefix):
             if a['last_error'] is None or not a['last_error'].startswith(m['last_error']):
                 return 'last_error %r, model %r...' % (a['last_error'], str(m['last_error']))
@@ -314,29 +423,48 @@ class Session:
                 self.run.global_max_token = t
 
     def check_audit(self, wk, expected):
-        """The audit rows written for wk since the last check are exactly expected."""
+        """The audit rows written for wk since the last check are exactly expected;
+        after new ones, idem_gate.history() of wk is every audit row of wk."""
         last = self.run.audit_seen.get(wk, 0)
         cur = self.rb.cursor()
         cur.execute('SELECT id, extract(epoch FROM at)::float8, session_role::text, acting_role::text,'
-                    ' action, state_before::text, state_after::text, token, reason'
+                    ' action, state_before::text, state_after::text, token, reason, actor'
                     ' FROM idem_gate.audit WHERE workflow = %s AND key = %s AND id > %s ORDER BY id',
                     (wk[0], wk[1], last))
         rows = cur.fetchall()
         if len(rows) != len(expected):
             self.fail(wk, 'audit: %d new rows, model %d: %r' % (len(rows), len(expected), rows))
+        log = self.run.audit_log.setdefault(wk, [])
         for r, e in zip(rows, expected):
-            got = (r[2], r[3], r[4], r[5], r[6], r[7], r[8])
+            got = (r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9])
             want = (e['session'], e['acting'], e['action'], e['before'], e['after'], e['token'],
-                    e['reason'])
+                    e['reason'], e['actor'])
             if e['token'] is None:
                 # granted by a plain idem_claim earlier in the same transaction,
                 # not read back yet: the model does not know it
                 want = want[:5] + (r[7],) + want[6:]
             if isinstance(e['reason'], Prefix):
-                want = want[:6] + (r[8] if r[8] and r[8].startswith(e['reason']) else str(e['reason']) + '...',)
+                want = want[:6] + (r[8] if r[8] and r[8].startswith(e['reason']) else str(e['reason']) + '...',) + want[7:]
             if got != want or not ts_ok(e['at'], r[1]):
                 self.fail(wk, 'audit row %r, model %r at [%.3f, %.3f]' % (r, want, e['at'][0], e['at'][1]))
             self.run.audit_seen[wk] = r[0]
+            # what history() shows of it: no token
+            log.append({'id': r[0], 'row': (r[1], r[4], r[9], r[2], r[3], r[5], r[6], r[8])})
+        if rows:
+            self.check_history(wk, self.rb, 'idem_gate.history%r as the superuser' % (wk[::-1],))
+
+    def check_history(self, wk, conn, what, rows=None):
+        """idem_gate.history(key, workflow) is the model's audit log of wk, oldest first."""
+        if rows is None:
+            cur = conn.cursor()
+            cur.execute(HISTORY_SQL, (wk[1], wk[0]))
+            rows = cur.fetchall()
+        want = [e['row'] for e in self.run.audit_log.get(wk, [])]
+        if len(rows) != len(want):
+            self.fail(wk, '%s: %d rows, model %d: %r; model %r' % (what, len(rows), len(want), rows, want))
+        for i, (r, m) in enumerate(zip(rows, want)):
+            if r[1:] != m[1:] or abs(r[0] - m[0]) > 1e-6:
+                self.fail(wk, '%s: row %d %r, model %r' % (what, i + 1, r, m))
 
     # ----------------------------------------------------------- arguments
     def pick_key(self):
@@ -358,6 +486,30 @@ class Session:
         good = [s for s, secs in INTERVALS if secs is not None]
         bad = [s for s, secs in INTERVALS if secs is None]
         return self.rng.choice(good if r < 0.9 else bad)
+
+    def pick_payload(self, huge=False):
+        """A payload's SQL text (None: SQL NULL), sometimes a JSON scalar (22023)."""
+        r = self.rng.random()
+        if r < 0.25:
+            return None
+        if r < 0.92:
+            return self.rng.choice(PAYLOADS)
+        if huge and r > 0.99:
+            return PAYLOAD_HUGE
+        return self.rng.choice(PAYLOAD_SCALARS)
+
+    def payload_cols(self, text):
+        """What a grant carrying the payload text writes: (payload, payload_dropped_bytes),
+        or None for no payload (the stored one stays)."""
+        if text is None:
+            return None
+        size = self.run.payload_sizes[text]
+        if size > (self.txn_limit if self.txn_limit is not None else self.limit):
+            return (None, size)
+        return (json.loads(text), None)
+
+    def pick_actor(self):
+        return self.rng.choice(ACTORS)
 
     def pick_token(self, wk):
         m = self.run.model.get(wk)
@@ -383,10 +535,11 @@ class Session:
         return self.run.roles[role]
 
     # --------------------------------------------------------------- model
-    def claim_alts(self, wk, row, iv_secs, fp, exec_id, issued, tstart, w, g):
-        """Alternatives for one claim of wk: list of (answer, new row); or ('error', codes)."""
+    def claim_alts(self, wk, row, iv_secs, fp, exec_id, issued, tstart, w, g, pcols=None):
+        """Alternatives for one claim of wk: list of (answer, new row); or ('error', codes).
+        pcols: the payload columns a grant writes (payload_cols()), None for none."""
         if row is None:
-            return [(('new', True), new_row(g, w, issued, exec_id, fp))]
+            return [(('new', True), new_row(g, w, issued, exec_id, fp, pcols or (None, None)))]
         if fp is not None and row['fingerprint'] is not None and row['fingerprint'] != fp:
             return 'IG001'
         st = row['state']
@@ -405,6 +558,9 @@ class Session:
             n['fingerprint'] = row['fingerprint'] if row['fingerprint'] is not None else fp
             n['claimed_at'] = n['updated_at'] = tmax(w, row['updated_at'])
             n['token_issued'] = issued
+            if pcols is not None:
+                # a grant without a payload leaves the stored one as it was
+                n['payload'], n['payload_dropped'] = pcols
             return n
         if st == 'failed_retryable':
             return [(('new', True), regrant())]
@@ -439,10 +595,16 @@ class Session:
         iv = self.pick_interval()
         fp = self.rng.choice(FPS) if ex else None
         exec_id = self.rng.choice(EXECS) if ex else None
+        # the 1.2 overload with a payload in a share of the calls, 1.1's in the rest
+        with_payload = ex and self.rng.random() < 0.55
+        payload = self.pick_payload(huge=True) if with_payload else None
         if role is None:
             role = self.role_for('client')
             conn = self.conns[role]
-        if ex:
+        if with_payload:
+            sql = 'SELECT * FROM idem_claim_ex(%s::text, %s::text, %s::interval, %s::text, %s::text, %s::jsonb)'
+            args = (key, wf, iv, fp, exec_id, payload)
+        elif ex:
             sql = 'SELECT * FROM idem_claim_ex(%s::text, %s::text, %s::interval, %s::text, %s::text)'
             args = (key, wf, iv, fp, exec_id)
         else:
@@ -452,12 +614,19 @@ class Session:
         rows, err, t0, t1, g = self.call(conn, sql, args)
         self.hist(wk, '%s as %s -> %s' % (what, role, err or rows))
         errs = self.claim_errs(key, wf, iv, fp, exec_id, ex)
+        if payload in PAYLOAD_SCALARS:
+            # a JSON scalar is refused, naming the argument; nothing changes
+            if not errs and err == '22023' and 'payload' not in self.last_msg.splitlines()[0]:
+                self.fail(wk, '%s: error 22023 names no payload: %s' % (what, self.last_msg))
+            if not errs:
+                self.run.count('idem_claim_ex payload: a JSON scalar refused')
+            errs.add('22023')
         if errs:
             return self.expect_error(wk, what, err, errs, t0, t1)
         row = self.run.model.get(wk)
         ts = tstart or (t0, t1)
         alts = self.claim_alts(wk, row, interval_secs(iv) if iv else None, fp, exec_id, ex,
-                               ts, (t0, t1), g)
+                               ts, (t0, t1), g, self.payload_cols(payload))
         if alts == 'IG001':
             return self.expect_error(wk, what, err, {'IG001'}, t0, t1)
         if err is not None:
@@ -473,6 +642,9 @@ class Session:
         else:
             self.fail(wk, '%s answered %r; model %r' % (what, got, [a[0] for a in alts]))
         self.run.count('%s -> %s' % ('idem_claim_ex' if ex else 'idem_claim', outcome))
+        if with_payload and payload is not None:
+            self.run.count('idem_claim_ex payload %s -> %s' % (
+                'dropped' if self.payload_cols(payload)[1] else 'kept', outcome))
         if ex:
             self.check_claim_row(wk, what, got[1:], outcome, granted, nrow, g)
         self.grant(wk, nrow, got[1] if ex and granted else None, outcome, granted)
@@ -533,6 +705,21 @@ class Session:
                 if i < len(fps) and k in first and fps[first[k]] is not None:
                     fps[i] = fps[first[k]]
                 first.setdefault(k, i)
+        # the 1.2 overload with one payload per key in a share of the calls:
+        # NULL elements (none for that key), JSON scalars, another length,
+        # sometimes the whole array NULL (none at all) or two-dimensional
+        with_payloads = self.rng.random() < 0.5
+        payloads = None
+        payloads_2d = False
+        if with_payloads and self.rng.random() < 0.9:
+            payloads = [self.pick_payload() for _ in keys]
+            r = self.rng.random()
+            if r < 0.04:
+                payloads.append(self.rng.choice(PAYLOADS))
+            elif r < 0.08 and payloads:
+                payloads.pop(self.rng.randrange(len(payloads)))
+            elif r < 0.10 and len(payloads) == 2:
+                payloads, payloads_2d = [payloads[:1], payloads[1:]], True
         if role is None:
             role = self.role_for('client')
             conn = self.conns[role]
@@ -545,12 +732,12 @@ class Session:
                 conn, 'SELECT * FROM idem_claim_many(%s::text[], %s::text, %s::interval, %s::text[], %s::text)', args)
             return self.expect_error(None, 'idem_claim_many%r' % (args,), err,
                                      {'22004'} if shape < 0.01 else {'2202E', '22023'}, t0, t1)
-        args = (keys, wf, iv, fps, exec_id)
+        args = (keys, wf, iv, fps, exec_id) + ((payloads,) if with_payloads else ())
         what = 'idem_claim_many%r' % (args,)
         rows, err, t0, t1, g = self.call(
             conn, 'SELECT ord, key, outcome::text, token, attempt, state::text, result, claimed_at'
-            ' FROM idem_claim_many(%s::text[], %s::text, %s::interval, %s::text[], %s::text)'
-            ' ORDER BY ord', args)
+            ' FROM idem_claim_many(%s::text[], %s::text, %s::interval, %s::text[], %s::text'
+            + (', %s::jsonb[]' if with_payloads else '') + ') ORDER BY ord', args)
         for k in set(k for k in keys if k is not None):
             self.hist((wf, k), '%s as %s -> %s' % (what, role, err or rows))
         wk0 = (wf, keys[0]) if keys else None
@@ -569,6 +756,17 @@ class Session:
             errs.add('22023')
         if exec_id == '':
             errs.add('22023')
+        if payloads is not None:
+            if payloads_2d or len(payloads) != len(keys):
+                errs.add('22023')
+            elif any(p in PAYLOAD_SCALARS for p in payloads):
+                # a JSON scalar is refused, naming its element; nothing changes
+                bad = 1 + [p in PAYLOAD_SCALARS for p in payloads].index(True)
+                if not errs and err == '22023' and 'payloads[%d]' % bad not in self.last_msg.splitlines()[0]:
+                    self.fail(wk0, '%s: error 22023 does not name payloads[%d]: %s' % (what, bad, self.last_msg))
+                if not errs:
+                    self.run.count('idem_claim_many payloads: a JSON scalar refused')
+                errs.add('22023')
         if errs:
             return self.expect_error(wk0, what, err, errs, t0, t1)
         # each distinct key is claimed once; repeats answer in_flight
@@ -580,6 +778,7 @@ class Session:
             wk = (wf, k)
             fp = fps[i] if fps is not None else None
             if k in firsts:
+                # a repeat is in_flight; its payload is ignored
                 stored = new_rows[k][0][1]['fingerprint'] if new_rows[k] != 'IG001' else None
                 if fp is not None and stored is not None and stored != fp:
                     return self.expect_error(wk, what + ' (element %d repeats key with fingerprint %r, stored %r)' % (i + 1, fp, stored), err, {'IG001'}, t0, t1)
@@ -587,7 +786,8 @@ class Session:
                 continue
             firsts[k] = i
             alts = self.claim_alts(wk, self.run.model.get(wk), interval_secs(iv) if iv else None,
-                                   fp, exec_id, True, ts, (t0, t1), g)
+                                   fp, exec_id, True, ts, (t0, t1), g,
+                                   self.payload_cols(payloads[i] if payloads is not None else None))
             new_rows[k] = alts
             if alts == 'IG001':
                 return self.expect_error(wk, what, err, {'IG001'}, t0, t1)
@@ -613,6 +813,10 @@ class Session:
                         what, i + 1, got[2:4], [a[0] for a in new_rows[k]]))
                 self.check_claim_row(wk, what, got[3:], outcome, granted, nrow, g)
                 self.run.count('idem_claim_many element -> %s' % outcome)
+                pc = self.payload_cols(payloads[i]) if payloads is not None else None
+                if pc is not None:
+                    self.run.count('idem_claim_many element payload %s -> %s' % (
+                        'dropped' if pc[1] else 'kept', outcome))
                 chosen[k] = (nrow, got, granted, outcome)
             else:
                 nrow, fgot = chosen[k][0], chosen[k][1]
@@ -622,6 +826,8 @@ class Session:
                 if (got[4], got[5], got[7]) != (fgot[4], fgot[5], fgot[7]) or got[6] is not None:
                     self.fail(wk, '%s: repeated element %d row %r differs from its first %r' % (
                         what, i + 1, got, fgot))
+                if payloads is not None and payloads[i] is not None:
+                    self.run.count('idem_claim_many repeated element with a payload (ignored)')
         for k, (nrow, got, granted, outcome) in chosen.items():
             self.grant((wf, k), nrow, got[3] if granted else None, outcome, granted)
         return [(wf, k) for k in chosen]
@@ -662,7 +868,8 @@ class Session:
         if err is not None or rows[0][0] is not True:
             self.fail(wk, '%s -> %s; model true' % (what, err or rows))
         if c is None:
-            row = dict(self.run.model[wk])
+            # a completion clears the payload
+            row = without_payload(self.run.model[wk])
             row['state'] = 'completed'
             row['result'] = result
             row['updated_at'] = row['completed_at'] = tmax((t0, t1), row['updated_at'])
@@ -733,10 +940,16 @@ class Session:
         result = self.rng.choice(RESULTS) if self.rng.random() < 0.7 or resolution != 'retry' else None
         reason = self.rng.choice(REASONS)
         args = (key, wf, resolution, None if result is None else jdump(result), reason)
+        # the 1.2 overload naming the person in a share of the calls; 1.1's records no actor
+        with_actor = self.rng.random() < 0.5
+        actor = self.pick_actor() if with_actor else None
+        if with_actor:
+            args += (actor,)
         what = 'idem_resolve%r' % (args,)
         rows, err, t0, t1, role, session, acting = self.operator_call(
             conn, role, wk, what,
-            'SELECT idem_resolve(%s::text, %s::text, %s::text, %s::jsonb, %s::text)::text', args)
+            'SELECT idem_resolve(%s::text, %s::text, %s::text, %s::jsonb, %s::text'
+            + (', %s::text' if with_actor else '') + ')::text', args)
         if not self.allowed(role, 'operator'):
             return self.expect_error(wk, what, err, {'42501'}, t0, t1)
         errs = name_errs(key) | name_errs(wf)
@@ -756,7 +969,8 @@ class Session:
         new_state = 'completed' if resolution == 'completed' else 'failed_retryable'
         if err is not None or rows[0][0] != new_state:
             self.fail(wk, '%s -> %s; model %s' % (what, err or rows, new_state))
-        n = dict(row)
+        # an operator's completion clears the payload, a retry keeps it
+        n = without_payload(row) if new_state == 'completed' else dict(row)
         n['state'] = new_state
         n['updated_at'] = tmax((t0, t1), row['updated_at'])
         n['result'] = result if new_state == 'completed' else None
@@ -764,19 +978,21 @@ class Session:
         self.run.model[wk] = n
         self.pending_audit.append((wk, {'session': session, 'acting': acting,
                                         'action': 'resolve', 'before': row['state'], 'after': new_state,
-                                        'token': row['token'], 'reason': reason, 'at': (t0, t1)}))
+                                        'token': row['token'], 'reason': reason, 'actor': actor,
+                                        'at': (t0, t1)}))
         return [wk]
 
-    def operator_call(self, conn, role, wk, what, sql, args):
-        """Make an operator's call (idem_resolve, idem_release), sometimes as
-        the superuser through SET ROLE.  Returns the answer, the role whose
-        rights apply, and the session and acting roles the audit must name."""
+    def operator_call(self, conn, role, wk, what, sql, args, name=None):
+        """Make an operator's call (idem_resolve, idem_release, history(), a
+        read of the inbox), sometimes as the superuser through SET ROLE.
+        Returns the answer, the role whose rights apply, and the session and
+        acting roles the audit must name."""
         as_role = None
         if role is None:
             role = self.role_for('operator')
             conn = self.conns[role]
             as_role = self.maybe_set_role(role, conn)
-        rows, err, t0, t1, g = self.call(conn, sql, args)
+        rows, err, t0, t1, g = self.call(conn, sql, args, name)
         self.hist(wk, '%s as %s%s -> %s' % (what, role, ' (SET ROLE %s)' % as_role if as_role else '', err or rows))
         session = self.session_role(role)
         acting = self.role_name(role)
@@ -801,9 +1017,14 @@ class Session:
         wk = (wf, key)
         reason = self.rng.choice(REASONS)
         args = (key, wf, reason)
+        with_actor = self.rng.random() < 0.5
+        actor = self.pick_actor() if with_actor else None
+        if with_actor:
+            args += (actor,)
         what = 'idem_release%r' % (args,)
         rows, err, t0, t1, role, session, acting = self.operator_call(
-            conn, role, wk, what, 'SELECT idem_release(%s::text, %s::text, %s::text)', args)
+            conn, role, wk, what, 'SELECT idem_release(%s::text, %s::text, %s::text'
+            + (', %s::text' if with_actor else '') + ')', args)
         if not self.allowed(role, 'operator'):
             return self.expect_error(wk, what, err, {'42501'}, t0, t1)
         errs = name_errs(key) | name_errs(wf)
@@ -817,7 +1038,8 @@ class Session:
             self.run.model[wk] = None
             self.pending_audit.append((wk, {'session': session, 'acting': acting,
                                             'action': 'release', 'before': row['state'], 'after': None,
-                                            'token': row['token'], 'reason': reason, 'at': (t0, t1)}))
+                                            'token': row['token'], 'reason': reason, 'actor': actor,
+                                            'at': (t0, t1)}))
         return [wk]
 
     def op_status(self, conn=None, role=None, tstart=None):
@@ -830,7 +1052,8 @@ class Session:
         what = 'idem_status%r' % (args,)
         rows, err, t0, t1, g = self.call(
             conn, 'SELECT state::text, attempt, token, token_issued, execution_id, fingerprint, result,'
-            ' last_error, created_at, claimed_at, updated_at, completed_at FROM idem_status(%s::text, %s::text)', args)
+            ' last_error, created_at, claimed_at, updated_at, completed_at, payload, payload IS NULL,'
+            ' payload_dropped_bytes FROM idem_status(%s::text, %s::text)', args)
         self.hist(wk, '%s as %s -> %s' % (what, role, err or rows))
         errs = name_errs(key) | name_errs(wf)
         if errs:
@@ -850,11 +1073,185 @@ class Session:
              'created_at': r[8].timestamp(), 'claimed_at': r[9].timestamp(),
              'updated_at': r[10].timestamp(),
              'completed_at': r[11].timestamp() if r[11] else None,
-             'alerted_token': row['alerted_token']}
+             'alerted_token': row['alerted_token'],
+             'payload': None if r[13] else json_value(r[12]), 'payload_dropped': r[14]}
         why = self.row_matches(row, a)
         if why:
             self.fail(wk, '%s: %s' % (what, why))
         return []
+
+    def op_history(self, conn=None, role=None, tstart=None):
+        key, wf = self.pick_key(), self.pick_wf()
+        wk = (wf, key)
+        args = (key, wf)
+        what = 'idem_gate.history%r' % (args,)
+        rows, err, t0, t1, role, session, acting = self.operator_call(
+            conn, role, wk, what, HISTORY_SQL, args, 'idem_gate.history')
+        if not self.allowed(role, 'operator'):
+            return self.expect_error(wk, what, err, {'42501'}, t0, t1)
+        errs = name_errs(key) | name_errs(wf)
+        if errs:
+            return self.expect_error(wk, what, err, errs, t0, t1)
+        if err is not None:
+            self.fail(wk, '%s -> error %s' % (what, err))
+        self.check_history(wk, None, '%s as %s' % (what, role), rows)
+        self.run.count('idem_gate.history -> %s' % ('rows' if rows else 'no rows'))
+        return []
+
+    def op_inbox(self):
+        """Read the inbox through the session's own connection (its settings,
+        the workflows' policies as they are): needs_review and failing."""
+        what = 'idem_gate.inbox of %r' % (self.wfs,)
+        rows, err, t0, t1, role, session, acting = self.operator_call(
+            None, None, None, what, 'SELECT * FROM idem_gate.inbox WHERE workflow = ANY(%s)',
+            (self.wfs,), 'idem_gate.inbox')
+        if not self.allowed(role, 'operator'):
+            return self.expect_error(None, what, err, {'42501'}, t0, t1)
+        if err is not None:
+            self.fail(None, '%s as %s -> error %s' % (what, role, err))
+        if self.last_cols != INBOX_COLS:
+            self.fail(None, '%s: columns %r, model %r' % (what, self.last_cols, INBOX_COLS))
+        rows = [r[:3] + (r[3].timestamp(),) + r[4:11] + (r[11].timestamp(), r[12].timestamp(), r[8] is None)
+                for r in rows]
+        cut = {wf: (t0 - FAR, t1 - FAR) for wf in self.wfs}   # the base policies' stuck_after
+        self.compare_inbox(rows, self.wfs, cut, self.max_attempts, '%s as %s' % (what, role))
+        return []
+
+    def check_inbox(self, wfs=None, whole=False):
+        """Read idem_gate.inbox as the superuser and compare it with the model:
+        the rows of the workflows wfs (the session's), or with whole every row
+        (the other workflows' against idem_gate.claims).  Often in a
+        transaction that gives the workflows other stuck_after policies, the
+        setting another value and sometimes max_attempts too, then rolls back."""
+        wfs = wfs or self.wfs
+        cur = self.rb.cursor()
+        max_att = self.max_attempts
+        what = 'idem_gate.inbox'
+        override = whole or self.rng.random() < 0.6
+        if not override:
+            t0 = time.time()
+            cur.execute(INBOX_SQL + ' WHERE workflow = ANY(%s)', (wfs,))
+            t1 = time.time()
+            rows = cur.fetchall()
+            cut = {wf: (t0 - FAR, t1 - FAR) for wf in wfs}
+        else:
+            cur.execute('BEGIN ISOLATION LEVEL REPEATABLE READ')
+            setting = self.rng.choice(SET_STUCK + [600, 7200, 172800])
+            cur.execute('SET LOCAL idem_gate.stuck_after = %d' % setting)
+            if self.rng.random() < 0.3:
+                max_att = self.rng.choice([1, 2, 3, 5, 8])
+                cur.execute('SET LOCAL idem_gate.max_attempts = %d' % max_att)
+            stuck = {wf: self.rng.choice(STUCK_POLICY) for wf in wfs}
+            cur.execute('UPDATE idem_gate.policies p SET stuck_after = v.iv::interval'
+                        ' FROM unnest(%s::text[], %s::text[]) v(wf, iv) WHERE p.workflow = v.wf',
+                        (list(stuck), list(stuck.values())))
+            if cur.rowcount != len(wfs):
+                self.fail(None, 'the policies of %r: %d rows' % (wfs, cur.rowcount))
+            for wf in wfs:
+                if stuck[wf] is None:
+                    stuck[wf] = '%d seconds' % setting
+            # the cutoffs, now() - stuck_after, as the server computes them
+            cur.execute('SELECT x, extract(epoch FROM now() - x::interval)::float8'
+                        ' FROM unnest(%s::text[]) x', (sorted(set(stuck.values())),))
+            cuts = dict(cur.fetchall())
+            cut = {wf: (cuts[stuck[wf]], cuts[stuck[wf]]) for wf in wfs}
+            what = 'idem_gate.inbox (policies\' stuck_after %s, setting %d s, max_attempts %d)' % (
+                stuck, setting, max_att)
+            cur.execute(INBOX_SQL + ('' if whole else ' WHERE workflow = ANY(%s)'), (wfs,))
+            rows = cur.fetchall()
+            if whole:
+                self.check_inbox_order(rows, what)
+                others = [r for r in rows if r[0] not in wfs]
+                rows = [r for r in rows if r[0] in wfs]
+                # the other workflows (the concurrent phase's): as their claims say
+                cur.execute('SELECT workflow, key, state::text, attempt, extract(epoch FROM updated_at)::float8'
+                            ' FROM idem_gate.claims WHERE workflow <> ALL(%s) AND (state = \'needs_review\''
+                            ' OR state = \'failed_retryable\' AND attempt >= %s)', (wfs, max_att))
+                want = dict(((r[0], r[1]), r) for r in cur.fetchall())
+            cur.execute('ROLLBACK')
+            if whole:
+                got = dict(((r[0], r[1]), r) for r in others)
+                if len(got) != len(others) or set(got) != set(want):
+                    self.fail(None, '%s: the other workflows\' rows %r, their claims %r' % (
+                        what, sorted(set(got) ^ set(want))[:5], len(want)))
+                for wk, r in got.items():
+                    c = want[wk]
+                    reason = 'needs_review' if c[2] == 'needs_review' else 'failing'
+                    if (r[2], r[4], r[5], r[3], r[12]) != (reason, c[2], c[3], c[4], c[4]):
+                        self.fail(None, '%s: row %r, its claim %r' % (what, r, c))
+                self.run.count('idem_gate.inbox, whole view checked')
+        self.compare_inbox(rows, wfs, cut, max_att, what, order=not whole)
+
+    def compare_inbox(self, rows, wfs, cut, max_att, what, order=True):
+        """The inbox rows of the workflows wfs are the model's claims that need a person."""
+        exp = {}
+        for wk in [(wf, k) for wf in wfs for k in self.keys]:   # every session has these keys
+            m = self.run.model.get(wk)
+            if m is None:
+                continue
+            st = m['state']
+            if st == 'needs_review':
+                exp[wk] = {'needs_review'}
+            elif st == 'failed_retryable' and m['attempt'] >= max_att:
+                exp[wk] = {'failing'}
+            elif st == 'processing':
+                d = le(m['updated_at'], cut[wk[0]])
+                if d is not False:
+                    exp[wk] = {'stuck'} if d else {'stuck', None}
+        seen = set()
+        for r in rows:
+            wk = (r[0], r[1])
+            if wk[0] not in wfs:
+                self.fail(wk, '%s: a row of another workflow %r' % (what, r))
+            if wk in seen:
+                self.fail(wk, '%s: the claim is listed twice' % what)
+            seen.add(wk)
+            m = self.run.model.get(wk)
+            if r[2] not in exp.get(wk, ()):
+                self.fail(wk, '%s: listed as %r; model %s (row %s)' % (
+                    what, r[2], sorted(x for x in exp.get(wk, ()) if x) or 'not listed',
+                    None if m is None else '%s attempt %d updated_at %.6f, cutoff %.6f' % (
+                        m['state'], m['attempt'], m['updated_at'][0], cut[wk[0]][0])))
+            a = {'state': r[4], 'attempt': r[5], 'execution_id': r[6], 'last_error': r[7],
+                 'payload': None if r[13] else json_value(r[8]), 'payload_dropped': r[9],
+                 'fingerprint': r[10], 'claimed_at': r[11], 'updated_at': r[12]}
+            why = None
+            for f in ('state', 'attempt', 'execution_id', 'fingerprint'):
+                if a[f] != m[f]:
+                    why = '%s %r, model %r' % (f, a[f], m[f])
+            if isinstance(m['last_error'], Prefix):
+                if a['last_error'] is None or not a['last_error'].startswith(m['last_error']):
+                    why = 'last_error %r, model %r...' % (a['last_error'], str(m['last_error']))
+            elif a['last_error'] != m['last_error']:
+                why = 'last_error %r, model %r' % (a['last_error'], m['last_error'])
+            why = why or payload_differs(m, a)
+            for f in ('claimed_at', 'updated_at'):
+                if not ts_ok(m[f], a[f]):
+                    why = '%s %.6f outside the model\'s [%.6f, %.6f]' % (f, a[f], m[f][0], m[f][1])
+            if r[3] != r[12]:
+                why = 'since %.6f is not updated_at %.6f' % (r[3], r[12])
+            if why:
+                self.fail(wk, '%s: %s' % (what, why))
+            self.run.count('idem_gate.inbox row -> %s' % r[2])
+        for wk, reasons in exp.items():
+            if wk not in seen and None not in reasons:
+                m = self.run.model[wk]
+                self.fail(wk, '%s: not listed; model %s (%s attempt %d updated_at %.6f, cutoff %.6f)' % (
+                    what, sorted(reasons)[0], m['state'], m['attempt'], m['updated_at'][0], cut[wk[0]][0]))
+        if order:
+            self.check_inbox_order(rows, what)
+
+    def check_inbox_order(self, rows, what):
+        """Oldest first: ordered by since, then workflow, then key (the server's collation)."""
+        for a, b in zip(rows, rows[1:]):
+            if a[3] < b[3]:
+                continue
+            if a[3] == b[3]:
+                cur = self.rb.cursor()
+                cur.execute('SELECT (%s::text, %s::text) < (%s::text, %s::text)', (a[0], a[1], b[0], b[1]))
+                if cur.fetchone()[0]:
+                    continue
+            self.fail((b[0], b[1]), '%s: out of order: %r before %r' % (what, a[:4], b[:4]))
 
     def op_clock(self):
         wf = self.rng.choice(self.wfs)
@@ -874,6 +1271,7 @@ class Session:
             cur.execute("UPDATE idem_gate.janitor_watermarks SET receipts_cleared_until ="
                         " receipts_cleared_until + make_interval(secs => %s) WHERE workflow = %s", (d, wf))
         cur.execute('COMMIT')
+        self.inbox_due = True
         for k in self.keys:
             wk = (wf, k)
             row = self.run.model.get(wk)
@@ -898,6 +1296,13 @@ class Session:
         t1 = time.time()
         tstart = (t0, t1)
         cur.execute('SELECT pg_sleep(%s)', (self.rng.choice([0, 0.05, 0.2]),))
+        if role == 'super' and self.rng.random() < 0.5:
+            # the superuser keeps smaller payloads, for this transaction
+            edge = self.run.payload_sizes[self.rng.choice(PAYLOADS)]
+            self.txn_limit = self.rng.choice([0, 40, edge, edge - 1])
+            cur.execute('SET LOCAL idem_gate.max_payload_bytes = %d' % self.txn_limit)
+            for wk in self.all_keys():
+                self.hist(wk, 'transaction: SET LOCAL idem_gate.max_payload_bytes = %d' % self.txn_limit)
         touched = set()
         ok = True
         ops = [self.op_claim_ex_, self.op_claim_many, self.op_complete, self.op_fail,
@@ -914,6 +1319,7 @@ class Session:
         commit = ok and self.rng.random() < 0.75
         self.run.count('transaction %s' % ('committed' if commit else 'rolled back'))
         cur.execute('COMMIT' if commit else 'ROLLBACK')
+        self.txn_limit = None
         for wk in self.all_keys():
             self.hist(wk, 'transaction %s' % ('committed' if commit else 'rolled back'))
         if not commit:
@@ -939,7 +1345,8 @@ class Session:
         ops = [(self.op_claim_plain, 8), (self.op_claim_ex_, 14), (self.op_claim_many, 7),
                (self.op_heartbeat, 6), (self.op_complete, 12), (self.op_fail, 8),
                (self.op_resolve, 6), (self.op_release, 4), (self.op_status, 5),
-               (self.op_clock, 4), (self.op_txn, 4), ('janitor', 2)]
+               (self.op_clock, 4), (self.op_txn, 4), ('janitor', 2),
+               (self.op_history, 2), (self.op_inbox, 1)]
         total = sum(w for _, w in ops)
         r = self.rng.uniform(0, total)
         for op, w in ops:
@@ -964,6 +1371,10 @@ class Session:
             if wk[1] in self.keys and wk[0] in self.wfs:
                 self.check_audit(wk, by_key.get(wk, []))
         self.pending_audit = []
+        # a readback point for the inbox: after every clock step, and often
+        if self.inbox_due or self.rng.random() < 0.2:
+            self.inbox_due = False
+            self.check_inbox()
 
 
 class RWLock:
@@ -1039,6 +1450,7 @@ class Run:
         self.history = {}
         self.old_tokens = {}
         self.audit_seen = {}
+        self.audit_log = {}     # (workflow, key) -> the audit rows history() must show
         self.global_max_token = 0
         self.lock = threading.Lock()
         self.rw = RWLock()
@@ -1057,16 +1469,33 @@ class Run:
             raise SystemExit('model.py: PGUSER must be a superuser')
         self.roles = {'super': su, 'client': 'idem_model_client_' + self.tag,
                       'operator': 'idem_model_operator_' + self.tag}
+
+    def setup(self):
+        """The database, its roles and grants; Fail when idem_gate lacks what the model checks."""
+        cur = self.admin.cursor()
         cur.execute('CREATE DATABASE %s' % self.db)
+        self.created = True
         for r in ('client', 'operator'):
             cur.execute('CREATE ROLE %s NOLOGIN' % self.roles[r])
         self.sconn = self.connect('super')
         c = self.sconn.cursor()
-        c.execute('CREATE EXTENSION idem_gate')
+        try:
+            if self.args.ext_version:
+                c.execute('CREATE EXTENSION idem_gate VERSION %s', (self.args.ext_version,))
+                if self.args.update:
+                    c.execute('ALTER EXTENSION idem_gate UPDATE')
+            else:
+                c.execute('CREATE EXTENSION idem_gate')
+        except psycopg2.Error as e:
+            raise Fail('CREATE EXTENSION idem_gate: %s' % str(e).strip(), None)
         c.execute("SELECT extversion FROM pg_extension WHERE extname = 'idem_gate'")
         v = c.fetchone()[0]
-        if v != '1.1':
-            raise SystemExit('model.py: idem_gate installs version %s, not 1.1' % v)
+        missing = self.missing_api(c)
+        if missing:
+            raise Fail('idem_gate %s (database %s) lacks the 1.2 API the model checks: %s' % (
+                v, self.db, '; '.join(missing)), None)
+        if v != MODEL_VERSION:
+            raise Fail('idem_gate installs version %s; the model knows %s' % (v, MODEL_VERSION), None)
         for r in ('client', 'operator'):
             c.execute('GRANT USAGE ON SCHEMA idem_gate TO %s' % self.roles[r])
             for f in GATE_FUNCS:
@@ -1074,20 +1503,59 @@ class Run:
         for f in OPER_FUNCS:
             c.execute('GRANT EXECUTE ON FUNCTION public.%s TO %s' % (f, self.roles['operator']))
         c.execute('GRANT EXECUTE ON FUNCTION idem_gate.janitor_run() TO %s' % self.roles['operator'])
+        # the human loop's reads: the operator's, not the client's
+        c.execute('GRANT EXECUTE ON FUNCTION idem_gate.history(text, text) TO %s' % self.roles['operator'])
+        c.execute('GRANT SELECT ON idem_gate.inbox TO %s' % self.roles['operator'])
+        for what, sql, cols in (('idem_gate.inbox', 'SELECT * FROM idem_gate.inbox LIMIT 0', INBOX_COLS),
+                                ('idem_gate.history()', "SELECT * FROM idem_gate.history('k', 'w')", HISTORY_COLS)):
+            c.execute(sql)
+            got = [d[0] for d in c.description]
+            if got != cols:
+                raise Fail('%s has the columns %r; the model expects %r' % (what, got, cols), None)
         c.execute("SELECT name, setting::int FROM pg_settings WHERE name IN ('idem_gate.retention',"
-                  " 'idem_gate.failed_retention', 'idem_gate.receipt_retention', 'idem_gate.stuck_after')")
+                  " 'idem_gate.failed_retention', 'idem_gate.receipt_retention', 'idem_gate.stuck_after',"
+                  " 'idem_gate.max_payload_bytes', 'idem_gate.max_attempts')")
         self.defaults = dict(c.fetchall())
         c.execute("SELECT setting FROM pg_settings WHERE name = 'idem_gate.stuck_action'")
         self.default_action = c.fetchone()[0]
+        # the size of each payload as idem_gate.max_payload_bytes measures
+        # it: the bytes of the jsonb value
+        c.execute('SELECT x, pg_column_size(x::jsonb) FROM unnest(%s::text[]) x', (PAYLOADS + [PAYLOAD_HUGE],))
+        self.payload_sizes = dict(c.fetchall())
         self.locker = self.connect('super')
+
+    def missing_api(self, c):
+        """The objects of the 1.2 API the model uses that this database lacks."""
+        missing = []
+        for f in API_1_2['function']:
+            c.execute('SELECT to_regprocedure(%s) IS NULL', (f,))
+            if c.fetchone()[0]:
+                missing.append('function %s' % f)
+        for t, col in API_1_2['column']:
+            c.execute('SELECT count(*) = 0 FROM pg_attribute WHERE attrelid = to_regclass(%s)'
+                      ' AND attname = %s AND NOT attisdropped', (t, col))
+            if c.fetchone()[0]:
+                missing.append('column %s.%s' % (t, col))
+        for v in API_1_2['view']:
+            c.execute('SELECT to_regclass(%s) IS NULL', (v,))
+            if c.fetchone()[0]:
+                missing.append('view %s' % v)
+        for g in API_1_2['setting']:
+            c.execute('SELECT count(*) = 0 FROM pg_settings WHERE name = %s', (g,))
+            if c.fetchone()[0]:
+                missing.append('setting %s (the server loads an older idem_gate.so)' % g)
+        return missing
 
     def count(self, what):
         with self.lock:
             self.stats[what] = self.stats.get(what, 0) + 1
 
-    def connect(self, role):
+    def connect(self, role, settings=()):
+        """A connection as role; settings are SET first, as the superuser."""
         conn = psycopg2.connect(dbname=self.db)
         conn.autocommit = True
+        for name, value in settings:
+            conn.cursor().execute('SET %s = %%s' % name, (str(value),))
         if role != 'super':
             conn.cursor().execute('SET SESSION AUTHORIZATION %s' % self.roles[role])
         return conn
@@ -1099,6 +1567,8 @@ class Run:
             except Exception:
                 pass
         cur = self.admin.cursor()
+        if not getattr(self, 'created', False):
+            return
         if self.args.keep:
             print('kept database %s' % self.db)
             return
@@ -1174,15 +1644,17 @@ class Run:
                 ret_c = eff(wf, 0, 'idem_gate.retention')
                 ret_f = eff(wf, 1, 'idem_gate.failed_retention')
                 stuck = eff(wf, 2, 'idem_gate.stuck_after')
-                rr = eff(wf, 3, 'idem_gate.receipt_retention')
+                # the receipt retention clears the payloads of open claims
+                # too, whatever the retention (a payload has no row to outlive)
+                rr_p = rr = eff(wf, 3, 'idem_gate.receipt_retention')
                 if rr >= ret_c:
                     rr = 0
                 for k in owner[wf].keys:
-                    plan[(wf, k)] = (ret_c, ret_f, stuck, rr)
+                    plan[(wf, k)] = (ret_c, ret_f, stuck, rr, rr_p)
             if role == 'super' and rng.random() < 0.5:
                 cands = []
                 receipts = []
-                for wk, (ret_c, ret_f, stuck, rr) in plan.items():
+                for wk, (ret_c, ret_f, stuck, rr, rr_p) in plan.items():
                     row = self.model.get(wk)
                     if row is None:
                         continue
@@ -1241,7 +1713,7 @@ class Run:
             alts_by_key = {}
             contrib = {}
             escalations = {}
-            for wk, (ret_c, ret_f, stuck, rr) in plan.items():
+            for wk, (ret_c, ret_f, stuck, rr, rr_p) in plan.items():
                 row = self.model.get(wk)
                 alts = [(row, (0, 0, 0))]
                 if (row is not None and wk == locked and row['state'] == 'completed'
@@ -1282,6 +1754,21 @@ class Run:
                             alts = [(hit, (0, 0, 1))]
                         elif d is None:
                             alts = [(hit, (0, 0, 1)), (row, (0, 0, 0))]
+                if rr_p > 0:
+                    # after the stuck claims: the payloads of open rows older
+                    # than the receipt retention (a no-key update: a FOR KEY
+                    # SHARE lock does not stop it)
+                    more = []
+                    for m, c in alts:
+                        if m is None or m['state'] == 'completed' or m['payload'] is None:
+                            more.append((m, c))
+                            continue
+                        d = lt(m['updated_at'], shift(now, -rr_p))
+                        if d is not False:
+                            more.append((dict(m, payload=None), c))
+                        if d is not True:
+                            more.append((m, c))
+                    alts = more
                 alts_by_key[wk] = [a[0] for a in alts]
                 contrib[wk] = alts
             actual = s.readback(list(plan))
@@ -1290,11 +1777,18 @@ class Run:
                 a = actual[wk]
                 for m, c in alts:
                     if s.row_matches(m, a) is None:
-                        if m is not self.model.get(wk):
-                            self.count('janitor: %s' % ('row deleted' if m is None else
-                                                        'receipt cleared' if m['state'] == 'completed' else
-                                                        'claim escalated' if m['state'] == 'needs_review' else
-                                                        'claim alerted'))
+                        old = self.model.get(wk)
+                        if m is not old:
+                            if m is None:
+                                self.count('janitor: row deleted')
+                            elif m['state'] == 'completed':
+                                self.count('janitor: receipt cleared')
+                            elif m['state'] != old['state']:
+                                self.count('janitor: claim escalated')
+                            elif m['alerted_token'] != old['alerted_token']:
+                                self.count('janitor: claim alerted')
+                            if m is not None and m['payload'] is None and old['payload'] is not None:
+                                self.count('janitor: payload of a %s claim cleared' % m['state'])
                         self.model[wk] = s.learn(m, a)
                         tot = [x + y for x, y in zip(tot, c)]
                         if c[2] and action == 'review':
@@ -1306,13 +1800,6 @@ class Run:
             want = (tot[0] + tot[1], tot[0], tot[1], tot[2], tot[2] if action == 'review' else 0)
             if tuple(counts) != want:
                 s.fail(None, 'janitor_run() counts %r; model %r' % (tuple(counts), want))
-            for wk in plan:
-                if wk in escalations:
-                    m = escalations[wk]
-                    s.check_audit(wk, [{'session': self.roles[role], 'acting': self.roles['super'],
-                                                  'action': 'escalate', 'before': 'processing',
-                                                  'after': 'needs_review', 'token': m['token'],
-                                                  'reason': m['last_error'], 'at': now}])
             if audit_ret is not None:
                 c2 = s.rb.cursor()
                 c2.execute('SELECT count(*) FROM idem_gate.audit WHERE at < to_timestamp(%s)',
@@ -1320,6 +1807,31 @@ class Run:
                 n = c2.fetchone()[0]
                 if n:
                     s.fail(None, 'audit rows older than idem_gate.audit_retention = 1 s remain: %d' % n)
+                # what history() will show: the log without the rows pruned
+                cut = shift(now, -audit_ret)
+                for wk in plan:
+                    if not self.audit_log.get(wk):
+                        continue
+                    c2.execute('SELECT id FROM idem_gate.audit WHERE workflow = %s AND key = %s', wk)
+                    ids = set(r[0] for r in c2.fetchall())
+                    kept = []
+                    for e in self.audit_log[wk]:
+                        gone = lt((e['row'][0], e['row'][0]), cut)
+                        if gone is not None and gone == (e['id'] in ids):
+                            s.fail(wk, 'audit row %r %s after the pass with idem_gate.audit_retention = 1 s'
+                                   % (e['row'], 'kept' if gone else 'pruned'))
+                        if e['id'] in ids:
+                            kept.append(e)
+                    self.audit_log[wk] = kept
+            for wk in plan:
+                if wk in escalations:
+                    m = escalations[wk]
+                    s.check_audit(wk, [{'session': self.roles[role], 'acting': self.roles['super'],
+                                                  'action': 'escalate', 'before': 'processing',
+                                                  'after': 'needs_review', 'token': m['token'],
+                                                  'reason': m['last_error'], 'actor': None, 'at': now}])
+            # every session waits: the inbox of all their workflows
+            s.check_inbox(wfs)
 
     # ------------------------------------------------------- exact phase
     def exact_phase(self, deadline, max_steps):
@@ -1345,12 +1857,20 @@ class Run:
                     sess.step()
             except Fail as e:
                 self.failure = (sess, e)
-            return
-        threads = [threading.Thread(target=work, args=(x,)) for x in self.sessions]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        else:
+            threads = [threading.Thread(target=work, args=(x,)) for x in self.sessions]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        if self.failure is None:
+            # every session at rest: the whole inbox, the concurrent phase's
+            # workflows too
+            sess = self.sessions[0]
+            try:
+                sess.check_inbox([wf for x in self.sessions for wf in x.wfs], whole=True)
+            except Fail as e:
+                self.failure = (sess, e)
 
     # -------------------------------------------------- concurrent phase
     def concurrent_phase(self, rnd, seconds):
@@ -1398,34 +1918,48 @@ class Run:
                             if ex:
                                 execs.append(ex)
                             iv = rng.choice([None, '1 microsecond', '20 milliseconds', '1 hour'])
-                            c.execute('SELECT outcome::text, token FROM idem_claim_ex(%s, %s, %s::interval, NULL, %s)',
-                                      (k, wf, iv, ex))
+                            # a payload (1.2) naming the call, or none
+                            pl = rng.choice([None, {'tid': tid, 'n': n}]) if rng.random() < 0.5 else False
+                            if pl is False:
+                                c.execute('SELECT outcome::text, token FROM idem_claim_ex(%s, %s, %s::interval, NULL, %s)',
+                                          (k, wf, iv, ex))
+                                pl = None
+                            else:
+                                c.execute('SELECT outcome::text, token FROM idem_claim_ex(%s, %s, %s::interval, NULL, %s, %s::jsonb)',
+                                          (k, wf, iv, ex, None if pl is None else jdump(pl)))
                             o, t = c.fetchone()
                             t1 = time.time()
-                            res = [(k, o, t)]
+                            res = [(k, o, t, pl)]
                         elif r < 0.40:
                             ks = [rng.choice(keys) for _ in range(rng.randint(1, 4))]
                             ex = rng.choice([None, 'x%d_%d' % (tid, n)])
-                            c.execute('SELECT key, outcome::text, token FROM idem_claim_many(%s::text[], %s, %s::interval, NULL, %s) ORDER BY ord',
-                                      (ks, wf, rng.choice([None, '1 microsecond', '1 hour']), ex))
+                            iv = rng.choice([None, '1 microsecond', '1 hour'])
+                            pls = [None] * len(ks)
+                            if rng.random() < 0.5:
+                                c.execute('SELECT key, outcome::text, token FROM idem_claim_many(%s::text[], %s, %s::interval, NULL, %s) ORDER BY ord',
+                                          (ks, wf, iv, ex))
+                            else:
+                                pls = [rng.choice([None, {'tid': tid, 'n': n, 'i': i}]) for i in range(len(ks))]
+                                c.execute('SELECT key, outcome::text, token FROM idem_claim_many(%s::text[], %s, %s::interval, NULL, %s, %s::jsonb[]) ORDER BY ord',
+                                          (ks, wf, iv, ex, [None if p is None else jdump(p) for p in pls]))
                             rows = c.fetchall()
                             t1 = time.time()
                             seen = set()
                             res = []
-                            for kk, o, t in rows:
+                            for (kk, o, t), pl in zip(rows, pls):
                                 if kk in seen and (o != 'in_flight' or t is not None):
                                     bad('claim_many %r: repeated key %r answered %s/%s' % (ks, kk, o, t))
                                 seen.add(kk)
-                                res.append((kk, o, t))
+                                res.append((kk, o, t, pl))
                         else:
                             res = None
                         if res is not None:
-                            for kk, o, t in res:
+                            for kk, o, t, pl in res:
                                 self.count('concurrent claim -> %s' % o)
                                 if o in ('new', 'stale_taken'):
                                     if t is None:
                                         bad('grant %s of %r without a token' % (o, kk))
-                                    grants.append((kk, t, ex, o, t0, t1, tid, 'batch' if r >= 0.30 else 'single'))
+                                    grants.append((kk, t, ex, o, t0, t1, tid, 'batch' if r >= 0.30 else 'single', pl))
                                     held[kk] = t
                                 elif t is not None:
                                     bad('outcome %s of %r with token %s' % (o, kk, t))
@@ -1532,8 +2066,9 @@ class Run:
                     problems.append('completed row %r token %s changed to %s %r' % (k, tok, st, result))
             if st == 'completed' and prev is None:
                 done[(k, tok)] = (k, result, t0, t1, t1)
-        cur.execute('SELECT key, token, state::text, result FROM idem_gate.claims WHERE workflow = %s', (wf,))
-        for k, tok, st, result in cur.fetchall():
+        cur.execute('SELECT key, token, state::text, result, payload, payload IS NULL, payload_dropped_bytes'
+                    ' FROM idem_gate.claims WHERE workflow = %s', (wf,))
+        for k, tok, st, result, payload, no_payload, dropped in cur.fetchall():
             mine = [g[1] for g in grants if g[0] == k]
             if tok not in mine:
                 problems.append('row %r holds token %s that no run was granted' % (k, tok))
@@ -1541,6 +2076,19 @@ class Run:
                 problems.append('row %r holds token %s, not the last granted %s' % (k, tok, max(mine)))
             if st == 'completed' and result not in ({'t': tok}, {'r': 1}, None):
                 problems.append('row %r completed with receipt %r under token %s' % (k, result, tok))
+            # the payload: none once completed; else the one the grant of its
+            # token carried (a re-entry writes nothing), or without one an
+            # earlier grant's (or none, after a release)
+            payload = None if no_payload else json_value(payload)
+            if dropped is not None or (st == 'completed' and payload is not None):
+                problems.append('%s row %r holds payload %r (payload_dropped_bytes %r)' % (st, k, payload, dropped))
+            elif st != 'completed' and tok in mine:
+                first = min((g for g in grants if g[0] == k and g[1] == tok), key=lambda g: g[4])
+                earlier = [g[8] for g in grants if g[0] == k and g[1] < tok and g[8] is not None]
+                if first[8] is not None and payload != first[8]:
+                    problems.append('%s row %r token %s holds payload %r, granted with %r' % (st, k, tok, payload, first[8]))
+                elif first[8] is None and payload is not None and payload not in earlier:
+                    problems.append('%s row %r token %s holds payload %r that no earlier grant carried' % (st, k, tok, payload))
         return ops_done[0], len(grants), problems
 
 
@@ -1555,6 +2103,11 @@ def main():
     ap.add_argument('--keep', action='store_true', help='keep the database')
     ap.add_argument('--phase', choices=['both', 'exact', 'concurrent'], default='both',
                     help='run only one of the two phases')
+    ap.add_argument('--ext-version', default=None,
+                    help='CREATE EXTENSION idem_gate VERSION this (default: the default version); '
+                         'a version without the 1.2 API fails at once, naming what it lacks')
+    ap.add_argument('--update', action='store_true',
+                    help='with --ext-version: ALTER EXTENSION idem_gate UPDATE before the run')
     args = ap.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 10 ** 9)
@@ -1562,18 +2115,30 @@ def main():
     for x in args.skip:
         if x not in KNOWN_CASES:
             raise SystemExit('unknown case %r; known: %s' % (x, ', '.join(KNOWN_CASES)))
-    print('model: seed %d (replay: test/model/run.sh --seed %d%s)' % (
-        args.seed, args.seed, ''.join(' --skip ' + x for x in args.skip)), flush=True)
+    print('model: seed %d (replay: test/model/run.sh --seed %d%s%s)' % (
+        args.seed, args.seed, ''.join(' --skip ' + x for x in args.skip),
+        (' --ext-version %s%s' % (args.ext_version, ' --update' if args.update else ''))
+        if args.ext_version else ''), flush=True)
     passed = failed = 0
     # a terminated run still drops its database and roles
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
     run = Run(args)
     start = time.time()
     try:
-        run.sessions = [Session(run, i, random.Random('%s-session-%d' % (args.seed, i)))
-                        for i in range(args.sessions)]
-        wfs = [wf for s in run.sessions for wf in s.wfs]
-        run.base_policy(run.sconn.cursor(), wfs)
+        try:
+            run.setup()
+        except Fail as e:
+            run.failure = (None, e)
+    except BaseException:
+        run.cleanup()
+        raise
+    try:
+        run.sessions = []
+        if run.failure is None:
+            run.sessions = [Session(run, i, random.Random('%s-session-%d' % (args.seed, i)))
+                            for i in range(args.sessions)]
+            wfs = [wf for s in run.sessions for wf in s.wfs]
+            run.base_policy(run.sconn.cursor(), wfs)
         rnd = 0
         conc_total = [0, 0]
         end = start + args.seconds

@@ -2,8 +2,9 @@
 # idem_gate model-based random test: one command.
 #   test/model/run.sh [--seconds S] [--seed N] [--steps N] [--sessions N]
 #                     [--serial] [--skip CASE,...] [--keep]
+#                     [--ext-version V [--update]]
 # Runs against the server given by PGHOST/PGPORT/PGUSER/PGDATABASE (PGUSER a
-# superuser; idem_gate 1.1 built and installed on that server).  Creates its
+# superuser; idem_gate 1.2 built and installed on that server).  Creates its
 # own database and roles, drops them at the end, and ends with one line
 # "N passed, N failed" (non-zero exit on a failure).
 #   short run (the test command, test/suites/15_model.sh): --seconds 60
@@ -11,7 +12,7 @@
 # A failure prints the seed, the session, the step and the history of the
 # key involved; replay it with the same --seed (add --steps N --serial to
 # stop at that step with the sessions interleaved in one thread).
-# See docs/model.md.
+# See docs/dev/model.md.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
