@@ -81,7 +81,9 @@ REVOKE ALL ON FUNCTION idem_gate.history(text, text) FROM PUBLIC;
  * its token.  needs_review: the side effect may have happened (why: its
  * last_error); stuck: processing for longer than its workflow's
  * stuck_after; failing: failed_retryable at idem_gate.max_attempts or
- * more.  Each part is an index range of the state index over a normally
+ * more.  stuck_after is measured as the janitor measures it, a duration
+ * of fixed length (a day is 24 hours, a year 365.25 days), whatever the
+ * calendar.  Each part is an index range of the state index over a normally
  * small set of rows, so the view stays cheap on a table of ten million
  * claims.  A role sees only the workflows it may (workflow_visible()).
  */
@@ -103,8 +105,9 @@ FROM (
 	  LEFT JOIN ONLY idem_gate.policies p ON p.workflow OPERATOR(pg_catalog.=) c.workflow
 	 WHERE c.state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state
 	   AND c.updated_at OPERATOR(pg_catalog.<=) (pg_catalog.now() OPERATOR(pg_catalog.-)
-			COALESCE(p.stuck_after,
-					 pg_catalog.current_setting('idem_gate.stuck_after')::pg_catalog.interval))
+			pg_catalog.make_interval(secs => pg_catalog.date_part('epoch',
+				COALESCE(p.stuck_after,
+						 pg_catalog.current_setting('idem_gate.stuck_after')::pg_catalog.interval))))
 	UNION ALL
 	SELECT c.workflow, c.key, 'failing', c.updated_at, c.state, c.attempt, c.execution_id,
 		c.last_error, c.payload, c.payload_dropped_bytes, c.fingerprint, c.claimed_at,
