@@ -89,11 +89,12 @@ ig_display(const char *s)
  * Check a key or workflow value: not empty, not longer than
  * idem_gate.max_key_length characters nor IG_MAX_NAME_BYTES bytes.  The
  * limit keeps index entries far below btree's size limit and makes a
- * payload-as-key mistake loud.  what names the argument in messages.
+ * payload-as-key mistake loud.  what names the argument in messages;
+ * secret (a key of a keyed workflow) keeps the value out of them.
  * Returns the value as a C string.
  */
 const char *
-ig_check_name(text *t, const char *what, bool is_key)
+ig_check_name(text *t, const char *what, bool is_key, bool secret)
 {
 	int			bytes = VARSIZE_ANY_EXHDR(t);
 	int			chars;
@@ -113,6 +114,7 @@ ig_check_name(text *t, const char *what, bool is_key)
 		if (chars > max_key_length)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 secret ? errmsg("%s is too long", what) :
 					 errmsg("%s \"%s\" is too long", what, ig_display(str)),
 					 errdetail("It has %d characters; idem_gate.max_key_length is %d.",
 							   chars, max_key_length),
@@ -120,6 +122,7 @@ ig_check_name(text *t, const char *what, bool is_key)
 		if (bytes > IG_MAX_NAME_BYTES)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 secret ? errmsg("%s is too long", what) :
 					 errmsg("%s \"%s\" is too long", what, ig_display(str)),
 					 errdetail("It takes %d bytes; a key or workflow takes at most %d bytes, so that both fit in one index entry.",
 							   bytes, IG_MAX_NAME_BYTES),

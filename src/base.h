@@ -62,7 +62,8 @@ extern bool ig_preloaded;
 
 extern void ig_base_init(void);
 extern char *ig_display(const char *s);
-extern const char *ig_check_name(text *t, const char *what, bool is_key);
+extern const char *ig_check_name(text *t, const char *what, bool is_key,
+								 bool secret);
 
 extern Datum ig_state_datum(Oid typoid, IgState state);
 extern Datum ig_outcome_datum(Oid typoid, IgOutcome outcome);

@@ -97,11 +97,13 @@ ig_call_active(void)
 }
 
 /*
- * A key or workflow argument: present, then as ig_name_check() says.
- * Returns the value as a C string, and the datum in *value.
+ * A key or workflow argument: present, then as ig_check_name() says;
+ * secret keeps a keyed workflow's key out of the messages.  Returns the
+ * value as a C string, and the datum in *value.
  */
 const char *
-ig_call_text_arg(FunctionCallInfo fcinfo, int argno, const char *what, Datum *value)
+ig_call_text_arg(FunctionCallInfo fcinfo, int argno, const char *what,
+				 Datum *value, bool secret)
 {
 	bool		is_key = (strcmp(what, "key") == 0);
 	text	   *t;
@@ -115,20 +117,30 @@ ig_call_text_arg(FunctionCallInfo fcinfo, int argno, const char *what, Datum *va
 						 "Pass the name of the side effect the key protects, such as 'stripe_charge'.")));
 	t = PG_GETARG_TEXT_PP(argno);
 	*value = PointerGetDatum(t);
-	return ig_check_name(t, what, is_key);
+	return ig_check_name(t, what, is_key, secret);
 }
 
 /*
  * Element ord (1-based) of a keys array, checked like a key argument and
- * named by its position in messages.
+ * named by its position in messages.  In a keyed workflow *value becomes
+ * its current stored form and *forms all of them; the returned string,
+ * for messages, is the stored form too.
  */
 const char *
-ig_call_key_element(Datum d, int ord, Datum *value)
+ig_call_key_element(IgCall *call, Datum d, int ord, Datum *value,
+					IgKeyForms **forms)
 {
 	text	   *t = DatumGetTextPP(d);
+	const char *str;
 
 	*value = PointerGetDatum(t);
-	return ig_check_name(t, psprintf("keys[%d]", ord), true);
+	str = ig_check_name(t, psprintf("keys[%d]", ord), true, call->workflow_keyed);
+	*forms = NULL;
+	if (!call->workflow_keyed)
+		return str;
+	*forms = ig_keyed_forms(call->workflow_str, t);
+	*value = (*forms)->form[0];
+	return (*forms)->form_str[0];
 }
 
 /*
@@ -219,14 +231,26 @@ ig_call_act_as_owner(FunctionCallInfo fcinfo, Oid *save_userid,
 /*
  * Start an API call: check the key and workflow, refuse writes in a
  * read-only transaction (and so on a standby) with PostgreSQL's own error,
- * act as the function's owner.
+ * act as the function's owner.  In a keyed workflow the key becomes its
+ * stored form under the current secret (call->keyed holds them all).
  */
 void
 ig_call_begin(FunctionCallInfo fcinfo, IgCall *call, const char *fname,
 			  bool writes)
 {
-	call->key_str = ig_call_text_arg(fcinfo, 0, "key", &call->key);
+	/* a keyed workflow's key is kept out of every message, even this one's */
+	bool		secret = !PG_ARGISNULL(1) &&
+		ig_keyed_workflow(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+
+	call->key_str = ig_call_text_arg(fcinfo, 0, "key", &call->key, secret);
 	ig_call_open(fcinfo, call, fname, writes);
+	if (call->workflow_keyed)
+	{
+		call->keyed = ig_keyed_forms(call->workflow_str,
+									 DatumGetTextPP(call->key));
+		call->key = call->keyed->form[0];
+		call->key_str = call->keyed->form_str[0];
+	}
 }
 
 /*
@@ -239,7 +263,10 @@ ig_call_open(FunctionCallInfo fcinfo, IgCall *call, const char *fname,
 {
 	static bool registered = false;
 
-	call->workflow_str = ig_call_text_arg(fcinfo, 1, "workflow", &call->workflow);
+	call->workflow_str = ig_call_text_arg(fcinfo, 1, "workflow", &call->workflow,
+										  false);
+	call->workflow_keyed = ig_keyed_workflow(call->workflow_str);
+	call->keyed = NULL;
 
 	if (writes)
 		PreventCommandIfReadOnly(fname);

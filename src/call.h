@@ -14,6 +14,7 @@
 #include "fmgr.h"
 
 #include "base.h"
+#include "keyed.h"
 #include "shape.h"
 
 /* What each API function sets up and tears down. */
@@ -28,7 +29,9 @@ typedef struct IgCall
 	Datum		workflow;
 	Datum		key;
 	const char *workflow_str;	/* for messages */
-	const char *key_str;
+	const char *key_str;		/* the stored form, in a keyed workflow */
+	bool		workflow_keyed; /* the workflow's policy says keyed */
+	IgKeyForms *keyed;			/* its key's stored forms, or NULL */
 } IgCall;
 
 extern void ig_call_begin(FunctionCallInfo fcinfo, IgCall *call,
@@ -50,8 +53,9 @@ extern void ig_call_refuse_rules(IgTable table);
 
 /* arguments */
 extern const char *ig_call_text_arg(FunctionCallInfo fcinfo, int argno,
-									const char *what, Datum *value);
-extern const char *ig_call_key_element(Datum d, int ord, Datum *value);
+									const char *what, Datum *value, bool secret);
+extern const char *ig_call_key_element(IgCall *call, Datum d, int ord,
+									   Datum *value, IgKeyForms **forms);
 extern int64 ig_call_token_arg(FunctionCallInfo fcinfo, int argno);
 extern int64 ig_call_duration_arg(FunctionCallInfo fcinfo, int argno,
 								  const char *what);

@@ -181,6 +181,63 @@ error_hidden(IgCall *call)
 }
 
 /*
+ * Read the row of the call's key: in a keyed workflow under each listed
+ * secret, newest first, leaving the call's key at the form found (or at
+ * the current one when none is).
+ */
+void
+ig_claim_probe(IgStore *st, IgRow *row, bool keep_tuple)
+{
+	IgCall	   *call = st->call;
+	IgKeyForms *f = call->keyed;
+
+	if (f == NULL)
+	{
+		ig_store_probe(st, row, keep_tuple);
+		return;
+	}
+	for (int i = 0; i < f->n; i++)
+	{
+		call->key = f->form[i];
+		call->key_str = f->form_str[i];
+		ig_store_probe(st, row, keep_tuple);
+		if (row->found)
+			return;
+	}
+	call->key = f->form[0];
+	call->key_str = f->form_str[0];
+}
+
+/*
+ * Before the first claim of a keyed workflow's key: take its lock, so that
+ * two backends whose lists of secrets differ for a moment (a reload that
+ * rotates them) cannot both insert, one under each secret.  The caller
+ * reads again, in a new snapshot.  Under REPEATABLE READ and SERIALIZABLE
+ * a row under an older secret committed since the snapshot is a conflict,
+ * as the primary key's would be under the current one.
+ */
+static void
+keyed_first_claim(IgStore *st)
+{
+	IgCall	   *call = st->call;
+	IgKeyForms *f = call->keyed;
+
+	(void) ig_keyed_lock(f);
+	ig_store_refresh(st);
+	if (!IsolationUsesXactSnapshot())
+		return;
+	for (int i = 1; i < f->n; i++)
+	{
+		call->key = f->form[i];
+		call->key_str = f->form_str[i];
+		if (ig_store_exists_latest(st))
+			ig_call_error_serialization(call, "update");
+	}
+	call->key = f->form[0];
+	call->key_str = f->form_str[0];
+}
+
+/*
  * One claim of the store's call's key: the state machine of idem_claim, idem_claim_ex
  * and each element of idem_claim_many.
  */
@@ -190,6 +247,7 @@ ig_claim_key(IgStore *st, const IgClaimArgs *a, IgClaimResult *res)
 	IgCall	   *call = st->call;
 	IgRow	   *row = &res->row;
 	bool		raced = false;	/* a first insert met a concurrent claim */
+	bool		locked = false; /* a keyed first claim holds its lock */
 
 	res->granted = false;
 	res->wrote = false;
@@ -198,10 +256,16 @@ ig_claim_key(IgStore *st, const IgClaimArgs *a, IgClaimResult *res)
 	{
 		CHECK_FOR_INTERRUPTS();
 
-		ig_store_probe(st, row, false);
+		ig_claim_probe(st, row, false);
 
 		if (!row->found && raced && ig_shape_rls_applies(IG_TABLE_CLAIMS))
 			error_hidden(call);
+		if (!row->found && call->keyed != NULL && !locked)
+		{
+			keyed_first_claim(st);
+			locked = true;
+			continue;
+		}
 		if (!row->found)
 		{
 			/* first claim: exactly one concurrent inserter wins */

@@ -45,6 +45,7 @@ extern void ig_claim_args(FunctionCallInfo fcinfo, int stale_arg, int fp_arg,
 						  int exec_arg, int payload_arg, bool token_issued,
 						  IgClaimArgs *a);
 extern void ig_claim_payload(Datum d, const char *what, IgGrant *grant);
+extern void ig_claim_probe(IgStore *st, IgRow *row, bool keep_tuple);
 extern void ig_claim_key(IgStore *st, const IgClaimArgs *a, IgClaimResult *res);
 extern void ig_claim_values(TupleDesc desc, int first, IgClaimResult *res,
 							Datum *values, bool *nulls);

@@ -34,7 +34,9 @@ typedef struct Elem
 	int			idx;			/* 0-based index in this call's arrays */
 	int			ord;			/* 1-based position in the caller's array */
 	Datum		key;
-	const char *key_str;
+	const char *key_str;		/* for messages: the stored form if keyed */
+	const char *sort_str;		/* the caller's key, for the order */
+	IgKeyForms *forms;			/* its stored forms, in a keyed workflow */
 	Datum		fingerprint;
 	bool		has_fp;
 	IgGrant		payload;		/* its payload fields only */
@@ -47,7 +49,7 @@ elem_cmp(const void *a, const void *b)
 {
 	const Elem *x = a;
 	const Elem *y = b;
-	int			c = strcmp(x->key_str, y->key_str);
+	int			c = strcmp(x->sort_str, y->sort_str);
 
 	if (c != 0)
 		return c;
@@ -104,7 +106,7 @@ claim_many(FunctionCallInfo fcinfo, bool group)
 	int		   *ords = NULL;
 	int			guc_level = 0;
 	int			n;
-	Elem *elems;
+	Elem	   *elems;
 	IgClaimResult *results;
 	ErrorContextCallback errcb;
 	const char *stored_fp = NULL;
@@ -173,7 +175,10 @@ claim_many(FunctionCallInfo fcinfo, bool group)
 	{
 		elems[i].idx = i;
 		elems[i].ord = group ? ords[i] : i + 1;
-		elems[i].key_str = ig_call_key_element(keys[i], elems[i].ord, &elems[i].key);
+		elems[i].key_str = ig_call_key_element(&call, keys[i], elems[i].ord,
+											   &elems[i].key, &elems[i].forms);
+		elems[i].sort_str = elems[i].forms == NULL ? elems[i].key_str :
+			TextDatumGetCString(keys[i]);
 		if (fps != NULL)
 		{
 			text	   *fp = DatumGetTextPP(fps[i]);
@@ -193,9 +198,11 @@ claim_many(FunctionCallInfo fcinfo, bool group)
 
 	/*
 	 * On Citus, outside a transaction block, each shard group goes in one
-	 * round trip to the node holding it (citus_batch.c).
+	 * round trip to the node holding it (citus_batch.c); a keyed workflow's
+	 * keys are claimed one by one, each where its stored form lives.
 	 */
-	if (!group && payloads == NULL && ig_citus_batch_applies())
+	if (!group && payloads == NULL && !call.workflow_keyed &&
+		ig_citus_batch_applies())
 	{
 		ig_citus_batch_claim(fcinfo, keys, fps, n, call.save_userid);
 		ig_store_close(&st);
@@ -209,19 +216,20 @@ claim_many(FunctionCallInfo fcinfo, bool group)
 	error_context_stack = &errcb;
 	for (int i = 0; i < n; i++)
 	{
-		Elem *e = &elems[i];
+		Elem	   *e = &elems[i];
 		IgClaimResult *res = &results[e->idx];
 
 		errcb.arg = &e->ord;
 		call.key = e->key;
 		call.key_str = e->key_str;
+		call.keyed = e->forms;
 		a.grant.fingerprint = e->fingerprint;
 		a.grant.has_fp = e->has_fp;
 		a.grant.has_payload = e->payload.has_payload;
 		a.grant.payload = e->payload.payload;
 		a.grant.payload_dropped = e->payload.payload_dropped;
 		a.fingerprint_str = e->has_fp ? TextDatumGetCString(e->fingerprint) : NULL;
-		e->repeat = (i > 0 && strcmp(elems[i - 1].key_str, e->key_str) == 0);
+		e->repeat = (i > 0 && strcmp(elems[i - 1].sort_str, e->sort_str) == 0);
 		if (e->repeat)
 		{
 			/*

@@ -19,11 +19,12 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/array.h"
 #include "utils/datum.h"
 
 #include "audit.h"
+#include "claim.h"
 #include "stats.h"
-#include "store.h"
 
 /* The optional reason or actor of an operator's action (argument argno). */
 static text *
@@ -77,7 +78,7 @@ idem_resolve(PG_FUNCTION_ARGS)
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
-		ig_store_probe(&st, &row, false);
+		ig_claim_probe(&st, &row, false);
 		if (!row.found)
 			ig_call_error_no_claim(&call, "resolve");
 		if (row.state != IG_PROCESSING && row.state != IG_NEEDS_REVIEW)
@@ -125,7 +126,7 @@ idem_release(PG_FUNCTION_ARGS)
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
-		ig_store_probe(&st, &row, false);
+		ig_claim_probe(&st, &row, false);
 		if (!row.found || ig_store_release(&st, &row) == IG_WRITE_DONE)
 			break;
 	}
@@ -156,6 +157,13 @@ idem_status(PG_FUNCTION_ARGS)
 	ig_call_begin(fcinfo, &call, "idem_status()", false);
 	ig_store_begin(&st, &call);
 	tuple = ig_store_status(&st);
+	/* a keyed workflow's claim may be under an older secret */
+	for (int i = 1; tuple == NULL && call.keyed != NULL && i < call.keyed->n; i++)
+	{
+		call.key = call.keyed->form[i];
+		call.key_str = call.keyed->form_str[i];
+		tuple = ig_store_status(&st);
+	}
 	ig_store_close(&st);
 	ig_call_end(&call);
 
@@ -171,7 +179,8 @@ idem_status(PG_FUNCTION_ARGS)
  * history is not).  Checked like every call of the gate: the key and
  * workflow, and the caller's workflow grants; read as the owner, guarded
  * against code attached to the audit trail.  No tokens: a person needs
- * none.  An unknown key has no rows.
+ * none.  An unknown key has no rows.  A keyed workflow's rows are found
+ * under every listed secret.
  */
 PG_FUNCTION_INFO_V1(idem_gate_history);
 
@@ -180,21 +189,24 @@ idem_gate_history(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	IgCall		call;
-	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Oid			argtypes[2] = {TEXTOID, TEXTARRAYOID};
 	Datum		values[2];
 	MemoryContext old;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	ig_call_begin(fcinfo, &call, "idem_gate.history()", false);
 	ig_call_guard_table(&call, IG_TABLE_AUDIT, false);
-	ig_call_spi(&call);
 	values[0] = call.workflow;
-	values[1] = call.key;
+	values[1] = call.keyed == NULL ?
+		PointerGetDatum(construct_array(&call.key, 1, TEXTOID, -1, false, TYPALIGN_INT)) :
+		PointerGetDatum(construct_array(call.keyed->form, call.keyed->n, TEXTOID,
+										-1, false, TYPALIGN_INT));
+	ig_call_spi(&call);
 	if (SPI_execute_with_args("SELECT a.at, a.action, a.actor, a.session_role, a.acting_role,"
 							  " a.state_before, a.state_after, a.reason"
 							  " FROM ONLY idem_gate.audit a"
 							  " WHERE a.workflow OPERATOR(pg_catalog.=) $1"
-							  " AND a.key OPERATOR(pg_catalog.=) $2 ORDER BY a.id",
+							  " AND a.key OPERATOR(pg_catalog.=) ANY ($2) ORDER BY a.id",
 							  2, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read idem_gate.audit");
 	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);

@@ -37,7 +37,7 @@ owner_read(IgStore *st, const char *verb, const char *fname,
 {
 	IgCall	   *call = st->call;
 
-	ig_store_probe(st, row, true);
+	ig_claim_probe(st, row, true);
 	if (!row->found)
 		ig_call_error_no_claim(call, verb);
 	if (has_token && row->token != token)
@@ -101,7 +101,7 @@ idem_heartbeat(PG_FUNCTION_ARGS)
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
-		ig_store_probe(&st, &row, false);
+		ig_claim_probe(&st, &row, false);
 		if (!row.found)
 			ig_call_error_no_claim(&call, "heartbeat");
 		owns = (row.state == IG_PROCESSING && row.token == token);

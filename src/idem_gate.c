@@ -23,6 +23,7 @@
 #include "compat.h"
 #include "durable.h"
 #include "janitor.h"
+#include "keyed.h"
 #include "stats.h"
 #include "store.h"
 #include "worker.h"
@@ -39,6 +40,7 @@ _PG_init(void)
 {
 	ig_base_init();
 	ig_acl_init();
+	ig_keyed_init();
 	ig_store_init();
 	ig_claim_init();
 	ig_janitor_init();
@@ -53,5 +55,6 @@ _PG_init(void)
 
 	ig_stats_request_shmem();
 	ig_durable_request_shmem();
+	ig_keyed_request_shmem();
 	ig_worker_register();
 }

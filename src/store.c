@@ -221,6 +221,31 @@ ig_store_probe(IgStore *st, IgRow *row, bool keep_tuple)
 }
 
 /*
+ * Is there a row of the call's key committed now, whatever the call's
+ * snapshot sees?  For the conflicts a snapshot of REPEATABLE READ cannot
+ * see (a keyed key under another secret).
+ */
+bool
+ig_store_exists_latest(IgStore *st)
+{
+	store_rel(st);
+	check_acl(st, ACL_SELECT);
+	if (ig_shape.citus || ig_shape_rls_applies(IG_TABLE_CLAIMS))
+	{
+		ig_call_guard_table(st->call, IG_TABLE_CLAIMS, false);
+		return ig_store_sql_exists_latest(st);
+	}
+	return ig_store_direct_exists_latest(st);
+}
+
+/* The next read of the call takes a new snapshot (READ COMMITTED). */
+void
+ig_store_refresh(IgStore *st)
+{
+	st->fresh_snapshot = true;
+}
+
+/*
  * A write's result: when the row changed first, the next read of the call
  * takes a new snapshot, to see what changed it; when it was written, the
  * commit records where, for the answers later read from it (durable.c).

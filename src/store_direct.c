@@ -81,6 +81,53 @@ direct_state(IgStore *st)
 	return st->direct;
 }
 
+/* The primary key and a slot for its rows, opened once per call. */
+static void
+open_index(IgStore *st, IgDirectState *d)
+{
+	if (d->idx != NULL)
+		return;
+	d->idx = index_open(ig_shape.pk_index, AccessShareLock);
+	d->slot = table_slot_create(st->rel, NULL);
+}
+
+/* Scan keys of the call's (workflow, key) on the primary key. */
+static void
+key_scankeys(IgStore *st, IgDirectState *d, ScanKeyData *skey)
+{
+	ScanKeyInit(&skey[0], 1, BTEqualStrategyNumber, F_TEXTEQ, st->call->workflow);
+	skey[0].sk_collation = d->idx->rd_indcollation[0];
+	ScanKeyInit(&skey[1], 2, BTEqualStrategyNumber, F_TEXTEQ, st->call->key);
+	skey[1].sk_collation = d->idx->rd_indcollation[1];
+}
+
+/*
+ * Is there a row of (workflow, key) committed now, whatever the call's
+ * snapshot sees?  A scan of the primary key in the latest snapshot.
+ */
+bool
+ig_store_direct_exists_latest(IgStore *st)
+{
+	IgDirectState *d = direct_state(st);
+	MemoryContext old = MemoryContextSwitchTo(st->call->callcxt);
+	Snapshot	snap;
+	IndexScanDesc scan;
+	ScanKeyData skey[2];
+	bool		found;
+
+	open_index(st, d);
+	MemoryContextSwitchTo(old);
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	scan = ig_compat_index_beginscan(st->rel, d->idx, snap, 2, 0);
+	key_scankeys(st, d, skey);
+	index_rescan(scan, skey, 2, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, d->slot);
+	ExecClearTuple(d->slot);
+	index_endscan(scan);
+	UnregisterSnapshot(snap);
+	return found;
+}
+
 /*
  * Read the row of (workflow, key) as it is now; found = false if none.
  *
@@ -100,11 +147,7 @@ ig_store_direct_probe(IgStore *st, IgRow *row, bool keep_tuple)
 	ScanKeyData skey[2];
 
 	old = MemoryContextSwitchTo(call->callcxt);
-	if (d->idx == NULL)
-	{
-		d->idx = index_open(ig_shape.pk_index, AccessShareLock);
-		d->slot = table_slot_create(st->rel, NULL);
-	}
+	open_index(st, d);
 	if (st->fresh_snapshot || d->scan == NULL)
 	{
 		if (d->scan != NULL)
@@ -117,10 +160,7 @@ ig_store_direct_probe(IgStore *st, IgRow *row, bool keep_tuple)
 		d->scan = ig_compat_index_beginscan(st->rel, d->idx, d->snap, 2, 0);
 		st->fresh_snapshot = false;
 	}
-	ScanKeyInit(&skey[0], 1, BTEqualStrategyNumber, F_TEXTEQ, call->workflow);
-	skey[0].sk_collation = d->idx->rd_indcollation[0];
-	ScanKeyInit(&skey[1], 2, BTEqualStrategyNumber, F_TEXTEQ, call->key);
-	skey[1].sk_collation = d->idx->rd_indcollation[1];
+	key_scankeys(st, d, skey);
 	index_rescan(d->scan, skey, 2, NULL, 0);
 
 	if (index_getnext_slot(d->scan, ForwardScanDirection, d->slot))

@@ -1,0 +1,722 @@
+/*-------------------------------------------------------------------------
+ *
+ * keyed.c
+ *	  Keyed keys for personal data: the secrets of idem_gate.secret_file,
+ *	  which workflows are keyed, and the stored forms of a caller's key.
+ *
+ * Some senders have no event id, and the key is then the contact's email
+ * or phone number: a plain hash of it is a dictionary away from the
+ * value.  For a workflow whose row in idem_gate.policies says keyed, the
+ * gate stores HMAC-SHA256(secret, workflow || 0x00 || key), written as
+ * the secret's id, a colon and 64 hex digits, and never the key itself.
+ *
+ * The secrets are read from the file idem_gate.secret_file names, by the
+ * setting's check hook: in the postmaster at start and at every reload,
+ * and in every backend at its reload.  A file that other users can read,
+ * a secret shorter than 32 bytes or a malformed line makes the check fail:
+ * PostgreSQL logs it (with the line number, never the line) and the last
+ * good secrets stay in force.  When the library is preloaded, the
+ * postmaster also publishes them in shared memory before it tells the
+ * backends to reload, so that every backend sees a rotation at the same
+ * moment.
+ *
+ * Rotation: the first line is the current secret; a key claimed under an
+ * older secret still listed is found, every listed secret being probed
+ * newest first.  Two backends can disagree on the list for a moment while
+ * a reload rotates it, so a first claim of a keyed workflow takes a lock
+ * named by the key's HMAC under the oldest listed secret (which a rotation
+ * that adds a line leaves in place) and looks again, with the list of that
+ * moment, before it inserts: one owner, whichever list each backend had.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "catalog/namespace.h"
+#include "common/hmac.h"
+#include "common/sha2.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/ipc.h"
+#include "storage/lmgr.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "base.h"
+#include "citus.h"
+#include "keyed.h"
+
+/* Bytes of a secret: at least this many, and at most MAX_SECRET_BYTES. */
+#define MIN_SECRET_BYTES	32
+#define MAX_SECRET_BYTES	128
+
+/* The largest secret file read. */
+#define MAX_FILE_BYTES		65536
+
+/* The advisory lock class of a first claim's lock (SQL's own are 1 and 2). */
+#define LOCK_CLASS			3
+
+/* One secret of the file. */
+typedef struct Secret
+{
+	char		id[IG_KEYED_MAX_ID + 1];
+	int			len;
+	uint8		key[MAX_SECRET_BYTES];
+} Secret;
+
+/* The secrets of the file, newest first. */
+typedef struct SecretSet
+{
+	int			n;
+	Secret		s[IG_KEYED_MAX_SECRETS];
+} SecretSet;
+
+/* What the postmaster publishes: even generation = complete. */
+typedef struct SharedSecrets
+{
+	pg_atomic_uint64 generation;
+	SecretSet	set;
+} SharedSecrets;
+
+/* idem_gate.secret_file */
+static char *secret_file = NULL;
+
+/* The set the setting's last good check gave, and how often it changed. */
+static SecretSet *assigned = NULL;
+static uint64 assigned_generation = 0;
+
+static SharedSecrets *shared = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* This backend's copy of the secrets in force, and its generation. */
+static SecretSet local;
+static uint64 local_generation = 0;
+
+/* The workflows whose policy says keyed, per backend (on Citus, per transaction). */
+static bool policies_valid = false;
+static bool policies_citus = false;
+static Oid	policies_relid = InvalidOid;
+static List *keyed_workflows = NIL;
+static MemoryContext policies_cxt = NULL;
+
+/* Is c an ASCII letter or digit? */
+static inline bool
+id_char(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* The value of one hex digit, or -1. */
+static int
+hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * May the server trust the file's permissions?  As PostgreSQL asks of its
+ * SSL key: owned by the server's user and readable by nobody else, or
+ * owned by root and readable by at most root's group.
+ */
+static bool
+file_private(const struct stat *st)
+{
+	if (st->st_uid == geteuid())
+		return (st->st_mode & (S_IRWXG | S_IRWXO)) == 0;
+	if (st->st_uid == 0)
+		return (st->st_mode & (S_IWGRP | S_IXGRP | S_IRWXO)) == 0;
+	return false;
+}
+
+/*
+ * Parse one line, "id secret": the id of 1 to 16 letters and digits, the
+ * secret as hex of MIN_SECRET_BYTES to MAX_SECRET_BYTES bytes.  Sets the
+ * check's detail and returns false when it is malformed; never shows it.
+ */
+static bool
+parse_line(char *line, int lineno, const char *path, Secret *s)
+{
+	char	   *p = line;
+	int			idlen = 0;
+	int			digits = 0;
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	while (id_char(*p) && idlen <= IG_KEYED_MAX_ID)
+		s->id[idlen++] = *p++;
+	if (idlen == 0 || idlen > IG_KEYED_MAX_ID || (*p != ' ' && *p != '\t'))
+	{
+		GUC_check_errdetail("Line %d of \"%s\" does not begin with an id of 1 to %d letters and digits followed by a space.",
+							lineno, path, IG_KEYED_MAX_ID);
+		return false;
+	}
+	s->id[idlen] = '\0';
+	while (*p == ' ' || *p == '\t')
+		p++;
+	s->len = 0;
+	for (; *p != '\0' && *p != ' ' && *p != '\t'; p += 2)
+	{
+		int			hi = hex_digit(p[0]);
+		int			lo = p[1] == '\0' ? -1 : hex_digit(p[1]);
+
+		if (hi < 0 || lo < 0 || s->len >= MAX_SECRET_BYTES)
+		{
+			GUC_check_errdetail(s->len >= MAX_SECRET_BYTES ?
+								"The secret on line %d of \"%s\" is longer than 128 bytes." :
+								"The secret on line %d of \"%s\" is not written in hexadecimal digits, two per byte.",
+								lineno, path);
+			return false;
+		}
+		s->key[s->len++] = (uint8) (hi * 16 + lo);
+		digits += 2;
+	}
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p != '\0')
+	{
+		GUC_check_errdetail("Line %d of \"%s\" has more than an id and a secret.",
+							lineno, path);
+		return false;
+	}
+	if (s->len < MIN_SECRET_BYTES)
+	{
+		GUC_check_errdetail("The secret on line %d of \"%s\" has %d bytes; a secret has at least %d (%d hexadecimal digits).",
+							lineno, path, s->len, MIN_SECRET_BYTES,
+							2 * MIN_SECRET_BYTES);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Read and check the secret file into set.  Blank lines and lines
+ * beginning with # are skipped.  Returns false with the check's detail.
+ */
+static bool
+read_secrets(const char *path, SecretSet *set)
+{
+	struct stat st;
+	int			fd;
+	char	   *buf;
+	ssize_t		len;
+	char	   *line;
+	char	   *next;
+	int			lineno = 0;
+
+	memset(set, 0, sizeof(*set));
+	fd = open(path, O_RDONLY | PG_BINARY, 0);
+	if (fd < 0)
+	{
+		GUC_check_errdetail("Could not open \"%s\": %m.", path);
+		return false;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+	{
+		close(fd);
+		GUC_check_errdetail("\"%s\" is not a regular file.", path);
+		return false;
+	}
+	if (!file_private(&st))
+	{
+		close(fd);
+		GUC_check_errdetail("\"%s\" has group or world access, or belongs to another user.", path);
+		GUC_check_errhint("The file must be owned by the database user with permissions u=rw (0600) or less, or by root with u=rw,g=r (0640) or less.");
+		return false;
+	}
+	buf = palloc(MAX_FILE_BYTES + 1);
+	len = read(fd, buf, MAX_FILE_BYTES + 1);
+	close(fd);
+	if (len < 0 || len > MAX_FILE_BYTES)
+	{
+		GUC_check_errdetail(len < 0 ? "Could not read \"%s\": %m." :
+							"\"%s\" is larger than 64 kB.", path);
+		pfree(buf);
+		return false;
+	}
+	buf[len] = '\0';
+
+	for (line = buf; line != NULL; line = next)
+	{
+		char	   *end;
+		char	   *p;
+
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		lineno++;
+		end = line + strlen(line);
+		while (end > line && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		for (p = line; *p == ' ' || *p == '\t'; p++)
+			;
+		if (*p == '\0' || *p == '#')
+			continue;
+		if (set->n == IG_KEYED_MAX_SECRETS)
+		{
+			GUC_check_errdetail("\"%s\" lists more than %d secrets.", path,
+								IG_KEYED_MAX_SECRETS);
+			break;
+		}
+		if (!parse_line(p, lineno, path, &set->s[set->n]))
+			break;
+		for (int i = 0; i < set->n; i++)
+			if (strcmp(set->s[i].id, set->s[set->n].id) == 0)
+			{
+				GUC_check_errdetail("Line %d of \"%s\" repeats the id of an earlier line.",
+									lineno, path);
+				set->n = -1;
+				break;
+			}
+		if (set->n < 0)
+			break;
+		set->n++;
+	}
+	explicit_bzero(buf, len);
+	pfree(buf);
+	if (line != NULL)
+	{
+		explicit_bzero(set, sizeof(*set));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The check of idem_gate.secret_file: read the file it names (none when
+ * empty) into the setting's extra.  A failure keeps the secrets in force.
+ */
+static bool
+check_secret_file(char **newval, void **extra, GucSource source)
+{
+	SecretSet	set;
+	SecretSet  *copy;
+
+	if (*newval != NULL && (*newval)[0] != '\0')
+	{
+		if (!read_secrets(*newval, &set))
+		{
+			GUC_check_errcode(ERRCODE_CONFIG_FILE_ERROR);
+			return false;
+		}
+	}
+	else
+		memset(&set, 0, sizeof(set));
+
+	copy = malloc(sizeof(SecretSet));
+	if (copy == NULL)
+		return false;
+	memcpy(copy, &set, sizeof(SecretSet));
+	explicit_bzero(&set, sizeof(set));
+	*extra = copy;
+	return true;
+}
+
+/* Publish a set in shared memory: the postmaster's write, seqlocked. */
+static void
+publish(const SecretSet *set)
+{
+	pg_atomic_fetch_add_u64(&shared->generation, 1);	/* odd: writing */
+	memcpy(&shared->set, set, sizeof(SecretSet));
+	pg_atomic_fetch_add_u64(&shared->generation, 1);	/* even: complete */
+}
+
+/* The secrets in force change: in the postmaster, for every backend. */
+static void
+assign_secret_file(const char *newval, void *extra)
+{
+	assigned = (SecretSet *) extra;
+	assigned_generation++;
+	if (!IsUnderPostmaster && shared != NULL && assigned != NULL)
+		publish(assigned);
+}
+
+static void
+keyed_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(SharedSecrets)));
+}
+
+/*
+ * Create the shared secrets and publish those in force: the postmaster at
+ * start, and again after a crash restart.
+ */
+static void
+keyed_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = ShmemInitStruct("idem_gate secrets", sizeof(SharedSecrets), &found);
+	if (!found)
+	{
+		pg_atomic_init_u64(&shared->generation, 0);
+		memset(&shared->set, 0, sizeof(SecretSet));
+		if (assigned != NULL)
+			publish(assigned);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Ask for the shared secrets; called from _PG_init while preloading. */
+void
+ig_keyed_request_shmem(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = keyed_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = keyed_shmem_startup;
+}
+
+/*
+ * Define idem_gate.secret_file: superuser-only, set in the configuration
+ * file (a session cannot change it), its value hidden from other roles.
+ */
+void
+ig_keyed_init(void)
+{
+	DefineCustomStringVariable("idem_gate.secret_file",
+							   "File of the secrets that keyed workflows hash their keys with.",
+							   "One \"id secret\" pair a line, the secret as hexadecimal of at least 32 bytes; the first line is current. Read at start and at reload; the file must not be readable by other users.",
+							   &secret_file,
+							   "",
+							   PGC_SIGHUP, GUC_SUPERUSER_ONLY,
+							   check_secret_file, assign_secret_file, NULL);
+}
+
+/*
+ * The secrets in force, in this backend's copy, and their generation: the
+ * shared ones when preloaded, else the setting's own.
+ */
+static const SecretSet *
+current_set(uint64 *generation)
+{
+	if (shared != NULL)
+	{
+		uint64		g = pg_atomic_read_u64(&shared->generation);
+
+		while (g != local_generation)
+		{
+			uint64		again;
+
+			if (g & 1)
+			{
+				pg_spin_delay();
+				g = pg_atomic_read_u64(&shared->generation);
+				continue;
+			}
+			pg_read_barrier();
+			memcpy(&local, &shared->set, sizeof(SecretSet));
+			pg_read_barrier();
+			again = pg_atomic_read_u64(&shared->generation);
+			if (again == g)
+				local_generation = g;
+			g = again;
+		}
+	}
+	else if (local_generation != assigned_generation)
+	{
+		if (assigned != NULL)
+			memcpy(&local, assigned, sizeof(SecretSet));
+		else
+			memset(&local, 0, sizeof(SecretSet));
+		local_generation = assigned_generation;
+	}
+	*generation = local_generation;
+	return &local;
+}
+
+/* On Citus the keyed workflows are read again in every transaction. */
+static void
+policies_xact_cb(XactEvent event, void *arg)
+{
+	if (policies_citus &&
+		(event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		 event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+		 event == XACT_EVENT_PREPARE))
+		policies_valid = false;
+}
+
+/*
+ * On Citus the policies are a reference table, whose rows are in a shard:
+ * read them through SQL, which Citus routes, as the extension's owner in a
+ * security-restricted operation with search_path pinned, whoever calls.
+ */
+static void
+load_policies_citus(void)
+{
+	Oid			owner = get_extension_oid("idem_gate", false);
+	Oid			save_userid;
+	int			save_sec_context;
+	int			level;
+	HeapTuple	tup;
+	Relation	rel;
+	ScanKeyData skey;
+	SysScanDesc scan;
+	MemoryContext old;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&skey, Anum_pg_extension_oid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(owner));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &skey);
+	tup = systable_getnext(scan);
+	owner = HeapTupleIsValid(tup) ? ((Form_pg_extension) GETSTRUCT(tup))->extowner :
+		BOOTSTRAP_SUPERUSERID;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	level = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT p.workflow FROM ONLY idem_gate.policies p WHERE p.keyed",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read idem_gate.policies");
+	old = MemoryContextSwitchTo(policies_cxt);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		keyed_workflows = lappend(keyed_workflows,
+								  SPI_getvalue(SPI_tuptable->vals[i],
+											   SPI_tuptable->tupdesc, 1));
+	MemoryContextSwitchTo(old);
+	SPI_finish();
+	AtEOXact_GUC(true, level);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+}
+
+/* idem_gate.policies changed: read the keyed workflows again. */
+static void
+policies_relcache_cb(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == policies_relid)
+		policies_valid = false;
+}
+
+/*
+ * Read the workflows whose policy says keyed, once per change of
+ * idem_gate.policies (its trigger invalidates the table's relcache entry
+ * in every backend).  A catalog without the keyed column (1.0, 1.1) has
+ * none.  A plain heap scan: no code anybody attached runs.  On Citus,
+ * through SQL, once per transaction.
+ */
+static void
+load_policies(void)
+{
+	static bool registered = false;
+	Oid			nsp;
+	AttrNumber	wf_att;
+	AttrNumber	keyed_att;
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	MemoryContext old;
+
+	if (!registered)
+	{
+		CacheRegisterRelcacheCallback(policies_relcache_cb, (Datum) 0);
+		RegisterXactCallback(policies_xact_cb, NULL);
+		policies_cxt = AllocSetContextCreate(TopMemoryContext,
+											 "idem_gate keyed workflows",
+											 ALLOCSET_SMALL_SIZES);
+		registered = true;
+	}
+	MemoryContextReset(policies_cxt);
+	keyed_workflows = NIL;
+	policies_valid = true;		/* an invalidation from here on counts */
+
+	nsp = get_namespace_oid("idem_gate", true);
+	policies_relid = OidIsValid(nsp) ? get_relname_relid("policies", nsp) : InvalidOid;
+	if (!OidIsValid(policies_relid))
+		return;
+	wf_att = get_attnum(policies_relid, "workflow");
+	keyed_att = get_attnum(policies_relid, "keyed");
+	if (wf_att == InvalidAttrNumber || keyed_att == InvalidAttrNumber)
+		return;
+	{
+		int32		group;
+
+		policies_citus = ig_citus_table(policies_relid, &group);
+	}
+	if (policies_citus)
+	{
+		load_policies_citus();
+		return;
+	}
+
+	rel = table_open(policies_relid, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	old = MemoryContextSwitchTo(policies_cxt);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		Datum		keyed = heap_getattr(tup, keyed_att, RelationGetDescr(rel), &isnull);
+		Datum		wf;
+
+		if (isnull || !DatumGetBool(keyed))
+			continue;
+		wf = heap_getattr(tup, wf_att, RelationGetDescr(rel), &isnull);
+		if (!isnull)
+			keyed_workflows = lappend(keyed_workflows, TextDatumGetCString(wf));
+	}
+	MemoryContextSwitchTo(old);
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+}
+
+/* Is the workflow keyed?  A cached lookup on every call of the gate. */
+bool
+ig_keyed_workflow(const char *workflow)
+{
+	ListCell   *lc;
+
+	if (!policies_valid)
+		load_policies();
+	foreach(lc, keyed_workflows)
+		if (strcmp((const char *) lfirst(lc), workflow) == 0)
+			return true;
+	return false;
+}
+
+/* HMAC-SHA256(secret, workflow || 0x00 || key) into mac. */
+static void
+hmac_of(const Secret *s, const char *workflow, const text *key, uint8 *mac)
+{
+	pg_hmac_ctx *ctx = pg_hmac_create(PG_SHA256);
+
+	if (ctx == NULL ||
+		pg_hmac_init(ctx, s->key, s->len) < 0 ||
+		pg_hmac_update(ctx, (const uint8 *) workflow, strlen(workflow) + 1) < 0 ||
+		pg_hmac_update(ctx, (const uint8 *) VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)) < 0 ||
+		pg_hmac_final(ctx, mac, PG_SHA256_DIGEST_LENGTH) < 0)
+		elog(ERROR, "could not compute HMAC-SHA256: %s",
+			 ctx ? pg_hmac_error(ctx) : "out of memory");
+	pg_hmac_free(ctx);
+}
+
+/* Compute forms from the secrets in force, newest first. */
+static void
+compute_forms(IgKeyForms *forms)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint64		generation;
+	const SecretSet *set = current_set(&generation);
+
+	if (set->n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("workflow \"%s\" is keyed, but idem_gate.secret_file lists no secret",
+						ig_display(forms->workflow)),
+				 errdetail("The policy of the workflow stores an HMAC of each key in place of the key, which needs a secret."),
+				 errhint("Name a file of secrets in idem_gate.secret_file and reload the configuration, or set keyed to false in the workflow's policy before its first claim.")));
+
+	forms->generation = generation;
+	forms->n = set->n;
+	for (int i = 0; i < set->n; i++)
+	{
+		uint8		mac[PG_SHA256_DIGEST_LENGTH];
+		int			idlen = strlen(set->s[i].id);
+		char	   *str = palloc(idlen + 1 + 2 * PG_SHA256_DIGEST_LENGTH + 1);
+		char	   *p = str;
+
+		hmac_of(&set->s[i], forms->workflow, forms->key, mac);
+		memcpy(p, set->s[i].id, idlen);
+		p += idlen;
+		*p++ = ':';
+		for (int b = 0; b < PG_SHA256_DIGEST_LENGTH; b++)
+		{
+			*p++ = hex[mac[b] >> 4];
+			*p++ = hex[mac[b] & 0x0f];
+		}
+		*p = '\0';
+		forms->form_str[i] = str;
+		forms->form[i] = CStringGetTextDatum(str);
+		if (i == set->n - 1)
+		{
+			/* the lock is named by the oldest secret's HMAC */
+			memcpy(&forms->lock_tag, mac, sizeof(uint64));
+		}
+		explicit_bzero(mac, sizeof(mac));
+	}
+}
+
+/*
+ * The stored forms of key in a keyed workflow, one per listed secret,
+ * newest first, in the current memory context.  55000 without a secret.
+ */
+IgKeyForms *
+ig_keyed_forms(const char *workflow, text *key)
+{
+	IgKeyForms *forms = palloc0(sizeof(IgKeyForms));
+
+	forms->workflow = pstrdup(workflow);
+	forms->key = key;
+	compute_forms(forms);
+	return forms;
+}
+
+/*
+ * Take the lock of a first claim of the key, until the transaction ends,
+ * and compute the forms again if the secrets changed meanwhile.  Returns
+ * whether they did.  Every backend names the lock by the oldest secret it
+ * knows, which a rotation that adds a line does not change.
+ */
+bool
+ig_keyed_lock(IgKeyForms *forms)
+{
+	LOCKTAG		tag;
+	uint64		generation;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (forms->lock_tag >> 32),
+						 (uint32) forms->lock_tag, LOCK_CLASS);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	(void) current_set(&generation);
+	if (generation == forms->generation)
+		return false;
+	compute_forms(forms);
+	return true;
+}
+
+/* The ids of the listed secrets, newest first; returns how many. */
+int
+ig_keyed_secret_ids(char ids[][IG_KEYED_MAX_ID + 1])
+{
+	uint64		generation;
+	const SecretSet *set = current_set(&generation);
+
+	for (int i = 0; i < set->n; i++)
+		strlcpy(ids[i], set->s[i].id, IG_KEYED_MAX_ID + 1);
+	return set->n;
+}
