@@ -209,32 +209,36 @@ ig_claim_probe(IgStore *st, IgRow *row, bool keep_tuple)
 }
 
 /*
- * Before the first claim of a keyed workflow's key: take its lock, so that
- * two backends whose lists of secrets differ for a moment (a reload that
- * rotates them) cannot both insert, one under each secret.  The caller
- * reads again, in a new snapshot.  Under REPEATABLE READ and SERIALIZABLE
- * a row under an older secret committed since the snapshot is a conflict,
- * as the primary key's would be under the current one.
+ * After the first claim of a keyed workflow's key inserted its row: two
+ * backends whose lists of secrets differed for a moment (a reload that
+ * rotated them) could each have inserted one, under its own current
+ * secret.  Look for the key under every other secret listed now, waiting
+ * for a claim still in progress there; if one exists, this claim yields
+ * with a serialization failure, which rolls its row back.  Under
+ * REPEATABLE READ and SERIALIZABLE this also finds a row committed since
+ * the snapshot, as the primary key would under the current secret.  With
+ * one secret and no rotation there is nothing to look for.
  */
 static void
-keyed_first_claim(IgStore *st)
+keyed_after_insert(IgStore *st)
 {
 	IgCall	   *call = st->call;
 	IgKeyForms *f = call->keyed;
+	Datum		mine = call->key;
+	const char *mine_str = call->key_str;
 
-	(void) ig_keyed_lock(f);
-	ig_store_refresh(st);
-	if (!IsolationUsesXactSnapshot())
-		return;
-	for (int i = 1; i < f->n; i++)
+	(void) ig_keyed_refresh(f);
+	for (int i = 0; i < f->n; i++)
 	{
+		if (strcmp(f->form_str[i], mine_str) == 0)
+			continue;
 		call->key = f->form[i];
 		call->key_str = f->form_str[i];
-		if (ig_store_exists_latest(st))
+		if (ig_store_claimed_elsewhere(st))
 			ig_call_error_serialization(call, "update");
 	}
-	call->key = f->form[0];
-	call->key_str = f->form_str[0];
+	call->key = mine;
+	call->key_str = mine_str;
 }
 
 /*
@@ -247,7 +251,6 @@ ig_claim_key(IgStore *st, const IgClaimArgs *a, IgClaimResult *res)
 	IgCall	   *call = st->call;
 	IgRow	   *row = &res->row;
 	bool		raced = false;	/* a first insert met a concurrent claim */
-	bool		locked = false; /* a keyed first claim holds its lock */
 
 	res->granted = false;
 	res->wrote = false;
@@ -260,12 +263,6 @@ ig_claim_key(IgStore *st, const IgClaimArgs *a, IgClaimResult *res)
 
 		if (!row->found && raced && ig_shape_rls_applies(IG_TABLE_CLAIMS))
 			error_hidden(call);
-		if (!row->found && call->keyed != NULL && !locked)
-		{
-			keyed_first_claim(st);
-			locked = true;
-			continue;
-		}
 		if (!row->found)
 		{
 			/* first claim: exactly one concurrent inserter wins */
@@ -274,6 +271,8 @@ ig_claim_key(IgStore *st, const IgClaimArgs *a, IgClaimResult *res)
 				raced = true;
 				continue;
 			}
+			if (call->keyed != NULL)
+				keyed_after_insert(st);
 			res->outcome = IG_OUTCOME_NEW;
 			res->granted = true;
 			res->wrote = true;

@@ -22,11 +22,11 @@
  *
  * Rotation: the first line is the current secret; a key claimed under an
  * older secret still listed is found, every listed secret being probed
- * newest first.  Two backends can disagree on the list for a moment while
- * a reload rotates it, so a first claim of a keyed workflow takes a lock
- * named by the key's HMAC under the oldest listed secret (which a rotation
- * that adds a line leaves in place) and looks again, with the list of that
- * moment, before it inserts: one owner, whichever list each backend had.
+ * newest first.  Two first claims of one key whose lists of secrets differ
+ * for a moment (a reload between them) would insert two rows, one under
+ * each secret; so after inserting, a first claim looks for the key under
+ * every other listed secret, waiting for a claim still in progress there,
+ * and yields with a serialization failure when one exists (claim.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -50,7 +50,6 @@
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/ipc.h"
-#include "storage/lmgr.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
@@ -71,9 +70,6 @@
 
 /* The largest secret file read. */
 #define MAX_FILE_BYTES		65536
-
-/* The advisory lock class of a first claim's lock (SQL's own are 1 and 2). */
-#define LOCK_CLASS			3
 
 /* One secret of the file. */
 typedef struct Secret
@@ -663,11 +659,6 @@ compute_forms(IgKeyForms *forms)
 		*p = '\0';
 		forms->form_str[i] = str;
 		forms->form[i] = CStringGetTextDatum(str);
-		if (i == set->n - 1)
-		{
-			/* the lock is named by the oldest secret's HMAC */
-			memcpy(&forms->lock_tag, mac, sizeof(uint64));
-		}
 		explicit_bzero(mac, sizeof(mac));
 	}
 }
@@ -688,20 +679,14 @@ ig_keyed_forms(const char *workflow, text *key)
 }
 
 /*
- * Take the lock of a first claim of the key, until the transaction ends,
- * and compute the forms again if the secrets changed meanwhile.  Returns
- * whether they did.  Every backend names the lock by the oldest secret it
- * knows, which a rotation that adds a line does not change.
+ * Compute the forms again if the secrets changed since they were: a
+ * reload rotated them.  Returns whether they did.
  */
 bool
-ig_keyed_lock(IgKeyForms *forms)
+ig_keyed_refresh(IgKeyForms *forms)
 {
-	LOCKTAG		tag;
 	uint64		generation;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (forms->lock_tag >> 32),
-						 (uint32) forms->lock_tag, LOCK_CLASS);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	(void) current_set(&generation);
 	if (generation == forms->generation)
 		return false;

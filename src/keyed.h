@@ -27,7 +27,6 @@ typedef struct IgKeyForms
 	text	   *key;			/* the caller's key, to compute them again */
 	const char *workflow;
 	uint64		generation;		/* of the secrets they were computed with */
-	uint64		lock_tag;		/* of the first claim's lock (ig_keyed_lock) */
 	int			n;
 	Datum		form[IG_KEYED_MAX_SECRETS];	/* text */
 	char	   *form_str[IG_KEYED_MAX_SECRETS];
@@ -37,7 +36,7 @@ extern void ig_keyed_init(void);
 extern void ig_keyed_request_shmem(void);
 extern bool ig_keyed_workflow(const char *workflow);
 extern IgKeyForms *ig_keyed_forms(const char *workflow, text *key);
-extern bool ig_keyed_lock(IgKeyForms *forms);
+extern bool ig_keyed_refresh(IgKeyForms *forms);
 extern int	ig_keyed_secret_ids(char ids[][IG_KEYED_MAX_ID + 1]);
 
 #endif							/* IDEM_GATE_KEYED_H */

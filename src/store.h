@@ -18,7 +18,7 @@ extern void ig_store_close(IgStore *st);
 extern void ig_store_refuse(void);
 
 extern void ig_store_probe(IgStore *st, IgRow *row, bool keep_tuple);
-extern bool ig_store_exists_latest(IgStore *st);
+extern bool ig_store_claimed_elsewhere(IgStore *st);
 extern void ig_store_refresh(IgStore *st);
 extern IgWrite ig_store_insert(IgStore *st, const IgGrant *grant,
 							   bool precheck, IgRow *row);

@@ -102,30 +102,44 @@ key_scankeys(IgStore *st, IgDirectState *d, ScanKeyData *skey)
 }
 
 /*
- * Is there a row of (workflow, key) committed now, whatever the call's
- * snapshot sees?  A scan of the primary key in the latest snapshot.
+ * Does a row of (workflow, key) exist, committed or being written by
+ * another transaction, whatever the call's snapshot sees?  A scan of the
+ * primary key with a dirty snapshot, as INSERT ... ON CONFLICT checks its
+ * arbiter: a row being inserted or deleted by a transaction in progress is
+ * waited for, and looked for again.
  */
 bool
-ig_store_direct_exists_latest(IgStore *st)
+ig_store_direct_claimed_elsewhere(IgStore *st)
 {
 	IgDirectState *d = direct_state(st);
 	MemoryContext old = MemoryContextSwitchTo(st->call->callcxt);
-	Snapshot	snap;
-	IndexScanDesc scan;
-	ScanKeyData skey[2];
-	bool		found;
 
 	open_index(st, d);
 	MemoryContextSwitchTo(old);
-	snap = RegisterSnapshot(GetLatestSnapshot());
-	scan = ig_compat_index_beginscan(st->rel, d->idx, snap, 2, 0);
-	key_scankeys(st, d, skey);
-	index_rescan(scan, skey, 2, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, d->slot);
-	ExecClearTuple(d->slot);
-	index_endscan(scan);
-	UnregisterSnapshot(snap);
-	return found;
+	for (;;)
+	{
+		SnapshotData dirty;
+		IndexScanDesc scan;
+		ScanKeyData skey[2];
+		bool		found;
+		TransactionId xwait;
+		ItemPointerData tid;
+
+		InitDirtySnapshot(dirty);
+		scan = ig_compat_index_beginscan(st->rel, d->idx, &dirty, 2, 0);
+		key_scankeys(st, d, skey);
+		index_rescan(scan, skey, 2, NULL, 0);
+		found = index_getnext_slot(scan, ForwardScanDirection, d->slot);
+		tid = d->slot->tts_tid;
+		ExecClearTuple(d->slot);
+		index_endscan(scan);
+		if (!found)
+			return false;
+		xwait = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+		if (!TransactionIdIsValid(xwait))
+			return true;
+		XactLockTableWait(xwait, st->rel, &tid, XLTW_InsertIndex);
+	}
 }
 
 /*

@@ -13,7 +13,7 @@
 #include "store_row.h"
 
 extern void ig_store_direct_probe(IgStore *st, IgRow *row, bool keep_tuple);
-extern bool ig_store_direct_exists_latest(IgStore *st);
+extern bool ig_store_direct_claimed_elsewhere(IgStore *st);
 extern IgWrite ig_store_direct_insert(IgStore *st, const IgGrant *grant,
 									  bool precheck, TimestampTz now, IgRow *row);
 extern IgWrite ig_store_direct_finish(IgStore *st, IgRow *row, IgState new_state,

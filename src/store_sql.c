@@ -24,7 +24,6 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
-#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "citus.h"
@@ -254,9 +253,6 @@ plan_payload(const IgGrant *grant, Datum *values, bool *nulls)
 	nulls[PAYLOAD_DROPPED - 1] = (grant->payload_dropped == 0);
 }
 
-static uint64 exec_plan_in(IgStore *st, PlanId id, Datum *values,
-						   const bool *isnull, Snapshot snapshot);
-
 /*
  * Run one of the plans and return the number of rows it touched (0 or 1).
  * Prepared on first use and kept: the SQL text is fully qualified, so a
@@ -266,17 +262,6 @@ static uint64 exec_plan_in(IgStore *st, PlanId id, Datum *values,
  */
 static uint64
 exec_plan(IgStore *st, PlanId id, Datum *values, const bool *isnull)
-{
-	return exec_plan_in(st, id, values, isnull, InvalidSnapshot);
-}
-
-/*
- * exec_plan() in a snapshot of the caller's choice (InvalidSnapshot: the
- * usual one), read only then.
- */
-static uint64
-exec_plan_in(IgStore *st, PlanId id, Datum *values, const bool *isnull,
-			 Snapshot snapshot)
 {
 	char		nulls[MAX_PARAMS];
 	Oid			argtypes[MAX_PARAMS];
@@ -305,11 +290,7 @@ exec_plan_in(IgStore *st, PlanId id, Datum *values, const bool *isnull,
 	for (int i = 0; i < nargs; i++)
 		nulls[i] = (isnull != NULL && (i < plan_defs[id].nargs || i >= TOKEN_PARAM) &&
 					isnull[i]) ? 'n' : ' ';
-	if (snapshot != InvalidSnapshot)
-		rc = SPI_execute_snapshot(*slot, values, nulls, snapshot,
-								  InvalidSnapshot, true, false, 0);
-	else
-		rc = SPI_execute_plan(*slot, values, nulls, false, 0);
+	rc = SPI_execute_plan(*slot, values, nulls, false, 0);
 	if (rc < 0)
 		elog(ERROR, "idem_gate query failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed > 1)
@@ -545,17 +526,3 @@ ig_store_sql_probe(IgStore *st, IgRow *row)
 	MemoryContextSwitchTo(old);
 }
 
-/*
- * Is there a row of (workflow, key) committed now, whatever the call's
- * snapshot sees?  The probe's statement in the latest snapshot.
- */
-bool
-ig_store_sql_exists_latest(IgStore *st)
-{
-	IgCall	   *call = st->call;
-	Datum		values[2];
-
-	values[0] = call->workflow;
-	values[1] = call->key;
-	return exec_plan_in(st, PLAN_PROBE, values, NULL, GetLatestSnapshot()) > 0;
-}

@@ -25,6 +25,5 @@ extern IgWrite ig_store_sql_resolve(IgStore *st, IgRow *row, bool complete,
 									Datum result, bool isnull, TimestampTz stamp);
 extern IgWrite ig_store_sql_release(IgStore *st, IgRow *row);
 extern HeapTuple ig_store_sql_status(IgStore *st);
-extern bool ig_store_sql_exists_latest(IgStore *st);
 
 #endif							/* IDEM_GATE_STORE_SQL_H */

@@ -184,7 +184,7 @@ INSERT INTO grants SELECT :k FROM idem_claim_ex('rot_' || :k, 'rot', NULL, NULL,
 };
 close($fh);
 my ($pin, $pout, $perr) = ('', '', '');
-my $bench = IPC::Run::start([ 'pgbench', '-n', '-c', '8', '-j', '2', '-T', '8', '-f', $script,
+my $bench = IPC::Run::start([ 'pgbench', '-n', '-c', '8', '-j', '2', '-T', '8', '--max-tries=20', '-f', $script,
 	$node->connstr('postgres') ], '<', \$pin, '>', \$pout, '2>', \$perr);
 my @lines = ("s1 $s1");
 for my $r (2 .. 6)
