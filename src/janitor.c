@@ -45,6 +45,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "acl.h"
 #include "alert.h"
 #include "call.h"
 #include "citus.h"
@@ -76,6 +77,9 @@ typedef struct Pass
 	int			npolicies;
 	List	   *watermarks;		/* receipts cleared, per workflow */
 	char	   *examples[ALERT_EXAMPLES];
+	int			nexamples;
+	Oid			caller;			/* janitor_run()'s caller, whose workflow
+								 * grants bound the examples; or InvalidOid */
 	uint64		calls;			/* gate calls seen at the last batch */
 	int			limit;			/* rows per batch now */
 	bool		forward_alerts; /* a Citus worker: alerts go to the coordinator */
@@ -283,7 +287,6 @@ raise_alerts(Pass *pass, const IgBatchResult *batch, bool review)
 	for (uint64 i = 0; i < batch->count; i++)
 	{
 		const IgStuckClaim *c = &batch->stuck[i];
-		int64		k = pass->counts->alerts + i;
 		char	   *payload;
 
 		payload = ig_alert_announce(c->workflow, review ? "needs_review" : "stuck", now);
@@ -291,11 +294,13 @@ raise_alerts(Pass *pass, const IgBatchResult *batch, bool review)
 			ig_durable_wrote(c->workflow, c->key);
 		if (pass->forward_alerts)
 			forward = lappend(forward, payload);
-		if (k < ALERT_EXAMPLES)
+		/* janitor_run()'s WARNING names only claims its caller may see */
+		if (pass->nexamples < ALERT_EXAMPLES &&
+			(!OidIsValid(pass->caller) || ig_acl_visible(pass->caller, c->workflow)))
 		{
 			MemoryContext old = MemoryContextSwitchTo(pass->db.cxt);
 
-			pass->examples[k] = psprintf("workflow \"%s\" key \"%s\" stuck for %s",
+			pass->examples[pass->nexamples++] = psprintf("workflow \"%s\" key \"%s\" stuck for %s",
 										 ig_alert_log_display(c->workflow),
 										 ig_alert_log_display(c->key), c->age);
 			MemoryContextSwitchTo(old);
@@ -582,11 +587,14 @@ local_shards(Pass *pass, bool *citus)
 
 /*
  * One janitor pass.  own_transactions is true in the worker, which must be
- * outside any transaction when it calls this.  On Citus each node cleans
- * the shards it holds, so each claim is cleaned once across the cluster.
+ * outside any transaction when it calls this.  role, for
+ * idem_gate.janitor_run(), is its caller: the WARNING it sees names only
+ * stuck claims of workflows it may see (InvalidOid: the worker's log
+ * line, for the DBA, names any).  On Citus each node cleans the shards it
+ * holds, so each claim is cleaned once across the cluster.
  */
 void
-ig_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
+ig_janitor_pass(IgJanitorCounts *counts, bool own_transactions, Oid role)
 {
 	Pass		pass;
 	TimestampTz start = GetCurrentTimestamp();
@@ -598,6 +606,7 @@ ig_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 	memset(counts, 0, sizeof(*counts));
 	memset(&pass, 0, sizeof(pass));
 	pass.db.own_transactions = own_transactions;
+	pass.caller = role;
 	pass.counts = counts;
 	pass.limit = batch_size;
 	pass.calls = ig_stats_gate_calls();
@@ -625,11 +634,12 @@ ig_janitor_pass(IgJanitorCounts *counts, bool own_transactions)
 		StringInfoData detail;
 
 		initStringInfo(&detail);
-		for (int i = 0; i < ALERT_EXAMPLES && i < counts->alerts; i++)
+		for (int i = 0; i < pass.nexamples; i++)
 			appendStringInfo(&detail, "%s%s", i > 0 ? "; " : "", pass.examples[i]);
-		if (counts->alerts > ALERT_EXAMPLES)
-			appendStringInfo(&detail, "; and " INT64_FORMAT " more",
-							 counts->alerts - ALERT_EXAMPLES);
+		if (counts->alerts > pass.nexamples)
+			appendStringInfo(&detail, pass.nexamples > 0 ? "; and " INT64_FORMAT " more" :
+							 INT64_FORMAT " in workflows not shown here",
+							 counts->alerts - pass.nexamples);
 		ereport(WARNING,
 				(errmsg_plural("idem_gate: " INT64_FORMAT " claim stuck in processing%s",
 							   "idem_gate: " INT64_FORMAT " claims stuck in processing%s",
@@ -715,7 +725,7 @@ idem_gate_janitor_run(PG_FUNCTION_ARGS)
 
 	ig_call_act_as_owner(fcinfo, &save_userid, &save_sec_context);
 	guc_level = janitor_guard();
-	ig_janitor_pass(&counts, false);
+	ig_janitor_pass(&counts, false, save_userid);
 	if (guc_level != 0)
 		AtEOXact_GUC(true, guc_level);
 	SetUserIdAndSecContext(save_userid, save_sec_context);

@@ -20,6 +20,7 @@ typedef struct IgJanitorCounts
 } IgJanitorCounts;
 
 extern void ig_janitor_init(void);
-extern void ig_janitor_pass(IgJanitorCounts *counts, bool own_transactions);
+extern void ig_janitor_pass(IgJanitorCounts *counts, bool own_transactions,
+							Oid role);
 
 #endif							/* IDEM_GATE_JANITOR_H */

@@ -332,12 +332,14 @@ ig_store_release(IgStore *st, IgRow *row)
 
 /*
  * The whole row of (workflow, key), copied into the caller's context, or
- * NULL.  Through SQL, which checks the owner's SELECT privilege.
+ * NULL.  Through SQL, which checks the owner's SELECT privilege, guarded
+ * against the code of a row security policy that applies to the owner.
  */
 HeapTuple
 ig_store_status(IgStore *st)
 {
 	store_rel(st);
+	ig_call_guard_table(st->call, IG_TABLE_CLAIMS, false);
 	return ig_store_sql_status(st);
 }
 

@@ -504,7 +504,7 @@ run_pass(int i, const IgJanitorArgs *args, const char *dbname)
 
 	PG_TRY();
 	{
-		ig_janitor_pass(&counts, true);
+		ig_janitor_pass(&counts, true, InvalidOid);
 	}
 	PG_CATCH();
 	{

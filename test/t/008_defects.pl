@@ -75,15 +75,39 @@ my $h = IPC::Run::run(
 like($out, qr/Asynchronous notification "idem_gate_alert" with payload "(\{[^"]*(?:"[^"]*"[^"]*)*\})"/,
 	'a role with no grant receives the alert');
 my ($payload) = $out =~ /with payload "(.*)" received/;
-like($payload, qr/^\{"workflow":"payroll","reason":"stuck","at":"[0-9T:.+-]+"\}$/,
-	'its payload is the workflow, the reason and the time');
-unlike($payload, qr/employee-4711|"token"|:$owner_token[,}]/, 'no key and no token');
+like($payload, qr/^\{"workflow":"payroll","reason":"stuck","at":"[0-9T:.+-]+","seq":\d+\}$/,
+	'its payload is the workflow, the reason, the time and a number');
+unlike($payload =~ s/"seq":\d+//r, qr/employee-4711|"token"|:$owner_token[,}]/, 'no key and no token');
 my ($ret, $stdout, $stderr) = $node->psql('r05',
 	"SELECT idem_complete('employee-4711-june', 'payroll', NULL, '{}')",
 	extra_params => [ '-U', 'r05_orders' ]);
 like($stderr, qr/token must not be null/, 'another role cannot complete the claim without the token');
 is($node->safe_psql('r05', "SELECT state FROM idem_gate.claims"), 'processing',
 	'the owner\'s claim is untouched');
+
+# idem_gate.janitor_run()'s WARNING names only the stuck claims of the
+# workflows its caller may see, with per-workflow access on; the others are
+# counted (the worker's log line, for the DBA, names any)
+$node->safe_psql('postgres', q{
+	CREATE DATABASE jr;
+});
+$node->safe_psql('jr', q{
+	CREATE EXTENSION idem_gate;
+	CREATE ROLE jr_ops LOGIN;
+	GRANT USAGE ON SCHEMA idem_gate TO jr_ops;
+	GRANT EXECUTE ON FUNCTION idem_gate.janitor_run() TO jr_ops;
+	SELECT idem_gate.grant_workflow('jr_ops', 'ops_%');
+	SELECT idem_claim('stuck-visible', 'ops_mine'), idem_claim('stuck-hidden-4711', 'payroll_secret');
+	UPDATE idem_gate.claims SET created_at = now() - interval '1 hour',
+		claimed_at = now() - interval '1 hour', updated_at = now() - interval '1 hour';
+	ALTER ROLE jr_ops SET idem_gate.workflow_acl = on;
+});
+($ret, $stdout, $stderr) = $node->psql('jr', 'SELECT alerts FROM idem_gate.janitor_run()',
+	extra_params => [ '-U', 'jr_ops' ]);
+is($stdout, '2', 'janitor_run() alerts every stuck claim');
+like($stderr, qr/DETAIL:  workflow "ops_mine" key "stuck-visible" stuck for [^;]*; and 1 more\./,
+	"its WARNING names the caller's workflow's claim and counts the other");
+unlike($stderr, qr/stuck-hidden|payroll_secret/, "and names nothing of a workflow the caller may not see");
 
 $node->stop;
 done_testing();

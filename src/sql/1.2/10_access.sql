@@ -64,6 +64,9 @@ $$;
 COMMENT ON FUNCTION idem_gate.grant_workflow(pg_catalog.name, pg_catalog.text) IS 'let a role (and its members) use the workflows a pattern matches (% any run of characters; _ literal; \% and \\ a literal % and \); false if already granted';
 COMMENT ON FUNCTION idem_gate.revoke_workflow(pg_catalog.name, pg_catalog.text) IS 'take back a grant_workflow(); false if there was no such grant';
 
+/* 1.1's argument check of the two, which they no longer call */
+DROP FUNCTION idem_gate.workflow_role(pg_catalog.name, pg_catalog.text);
+
 /*
  * 1.1 matched patterns with LIKE, where _ is a wildcard too; from 1.2 on
  * _ is a literal underscore, so a pattern holding one matches fewer

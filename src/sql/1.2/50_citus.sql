@@ -63,8 +63,8 @@ BEGIN
 
 	IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition p
 				   WHERE p.logicalrelid OPERATOR(pg_catalog.=) 'idem_gate.claims'::pg_catalog.regclass) THEN
-		had_rows := EXISTS (SELECT 1 FROM idem_gate.claims)
-			OR EXISTS (SELECT 1 FROM idem_gate.audit);
+		had_rows := EXISTS (SELECT 1 FROM ONLY idem_gate.claims)
+			OR EXISTS (SELECT 1 FROM ONLY idem_gate.audit);
 		IF had_rows AND workers OPERATOR(pg_catalog.=) 0 THEN
 			RAISE EXCEPTION 'idem_gate.claims already holds rows and this coordinator has no worker nodes'
 				USING ERRCODE = '55000',
