@@ -160,7 +160,6 @@ parse_line(char *line, int lineno, const char *path, Secret *s)
 {
 	char	   *p = line;
 	int			idlen = 0;
-	int			digits = 0;
 
 	while (*p == ' ' || *p == '\t')
 		p++;
@@ -190,7 +189,6 @@ parse_line(char *line, int lineno, const char *path, Secret *s)
 			return false;
 		}
 		s->key[s->len++] = (uint8) (hi * 16 + lo);
-		digits += 2;
 	}
 	while (*p == ' ' || *p == '\t')
 		p++;
