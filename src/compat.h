@@ -25,6 +25,7 @@
 #include "utils/relcache.h"
 
 #include "utils/backend_status.h"
+#include "utils/guc.h"
 
 #if PG_VERSION_NUM >= 160000
 #include "parser/parse_relation.h"
@@ -200,5 +201,16 @@ ig_compat_local_beentry(int idx)
 	return pgstat_fetch_stat_local_beentry(idx);
 #endif
 }
+
+/*
+ * Memory for a setting's check-hook "extra".  From 16 the GUC machinery
+ * keeps it in its own memory context and frees it with pfree(), so it must
+ * come from guc_malloc(); before 16 it frees it with free().
+ */
+#if PG_VERSION_NUM >= 160000
+#define ig_guc_extra_alloc(size) guc_malloc(LOG, (size))
+#else
+#define ig_guc_extra_alloc(size) malloc(size)
+#endif
 
 #endif							/* IDEM_COMPAT_H */

@@ -62,6 +62,7 @@
 
 #include "base.h"
 #include "citus.h"
+#include "compat.h"
 #include "keyed.h"
 
 /* Bytes of a secret: at least this many, and at most MAX_SECRET_BYTES. */
@@ -322,7 +323,7 @@ check_secret_file(char **newval, void **extra, GucSource source)
 	else
 		memset(&set, 0, sizeof(set));
 
-	copy = malloc(sizeof(SecretSet));
+	copy = ig_guc_extra_alloc(sizeof(SecretSet));
 	if (copy == NULL)
 		return false;
 	memcpy(copy, &set, sizeof(SecretSet));
