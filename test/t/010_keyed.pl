@@ -184,12 +184,21 @@ INSERT INTO grants SELECT :k FROM idem_claim_ex('rot_' || :k, 'rot', NULL, NULL,
 };
 close($fh);
 my ($pin, $pout, $perr) = ('', '', '');
-my $bench = IPC::Run::start([ 'pgbench', '-n', '-c', '8', '-j', '2', '-T', '8', '--max-tries=20', '-f', $script,
+my $bench = IPC::Run::start([ 'pgbench', '-n', '-c', '8', '-j', '2', '-T', '25', '--max-tries=20', '-f', $script,
 	$node->connstr('postgres') ], '<', \$pin, '>', \$pout, '2>', \$perr);
 my @lines = ("s1 $s1");
+# each rotation waits (a while) for a claim under the secret before it, so
+# the five rotations fall inside the run however slowly pgbench starts
 for my $r (2 .. 6)
 {
-	select(undef, undef, undef, 1.0);
+	my $prev = 's' . ($r - 1);
+	for (1 .. 40)
+	{
+		last if $node->safe_psql('postgres', qq{
+			SELECT count(*) FROM idem_gate.claims
+			WHERE workflow = 'rot' AND key LIKE '$prev:%'}) > 0;
+		select(undef, undef, undef, 0.25);
+	}
 	unshift @lines, "s$r " . hex_secret();
 	write_secrets(\@lines);
 	$node->reload;
