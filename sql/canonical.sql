@@ -31,6 +31,8 @@ SELECT idem_canonical('[3,1,{"y":[{"b":1,"a":2}],"x":null},2]'::jsonb);
 -- strings: short escapes, lowercase \u00xx for other controls, everything
 -- else raw (including / DEL U+2028 and astral characters)
 SELECT idem_canonical('"\u0001\u001f\b\f\n\r\t\"\\\/\u000b"'::jsonb);
+-- a space is the first character written as itself
+SELECT idem_canonical('{" a b ": " \u0020c! "}'::jsonb);
 SELECT encode(convert_to(idem_canonical('"\u007f\u2028\u00e9\ud83d\ude00"'::jsonb), 'UTF8'), 'hex');
 -- no Unicode normalization: NFC and NFD differ
 SELECT idem_hash('"\u00e9"'::jsonb) = idem_hash('"e\u0301"'::jsonb) AS nfc_equals_nfd;

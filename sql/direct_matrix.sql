@@ -32,7 +32,9 @@ DECLARE
 		$q$SELECT idem_claim('evt_d', %L)::text$q$,
 		$q$SELECT idem_complete('evt_d', %L, NULL, '{"r": 4}')::text$q$,
 		$q$SELECT idem_release('evt_d', %L, 'redo')::text$q$,
-		$q$SELECT outcome::text FROM idem_claim_ex('evt_d', %L, NULL, NULL, 'run-4')$q$
+		$q$SELECT outcome::text FROM idem_claim_ex('evt_d', %L, NULL, NULL, 'run-4')$q$,
+		$q$SELECT outcome::text FROM idem_claim_ex('evt_t', %L, NULL, NULL, 'run-5')$q$,
+		$q$SELECT idem_complete('evt_t', %L)::text$q$
 	];
 	a text;
 BEGIN

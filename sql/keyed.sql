@@ -158,6 +158,14 @@ SELECT k_secrets(ARRAY['s3 ' || repeat('zz', 32)]);
 SELECT idem_key('k_a', 'r1') LIKE 's2:%' AS last_good_secrets_kept;
 SELECT k_secrets(ARRAY['s3 ' || repeat('c3', 32), 's3 ' || repeat('c4', 32)]);
 SELECT idem_key('k_a', 'r1') LIKE 's2:%' AS last_good_secrets_kept;
+-- an id of 16 letters and digits is the longest, and kept whole; 17 are refused
+SELECT k_secrets(ARRAY['Rot2026Dec03abcd ' || repeat('d5', 32), 's2 ' || repeat('b2', 40)]);
+SELECT secret_id, file_order FROM idem_gate.secret_ids();
+SELECT split_part(idem_key('k_a', 'r1'), ':', 1) AS current_id;
+SELECT k_secrets(ARRAY['Rot2026Dec03abcde ' || repeat('d5', 32), 's2 ' || repeat('b2', 40)]);
+SELECT secret_id, file_order FROM idem_gate.secret_ids();
+SELECT k_secrets(ARRAY['s2 ' || repeat('b2', 40)]);
+SELECT idem_key('k_a', 'r1') LIKE 's2:%' AS s2_current_again;
 
 -- the policy changes in every backend's view at once; keyed off: plain keys
 UPDATE idem_gate.policies SET keyed = false WHERE workflow = 'k_a';
