@@ -44,6 +44,8 @@ SET idem_gate.workflow_acl = on;
 SET ROLE regress_acl_orders;
 SELECT idem_claim('a1', 'orders_eu');
 SELECT outcome FROM idem_claim_ex('a2', 'orders_us');
+-- % also stands for no character at all: orders_% covers orders_
+SELECT idem_claim('a3', 'orders_');
 SELECT idem_claim('a1', 'crm');
 SELECT * FROM idem_claim_ex('a1', 'crm');
 SELECT * FROM idem_claim_many(ARRAY['a1'], 'crm');

@@ -40,6 +40,8 @@ SELECT * FROM pg_temp.canonical_error($$ SELECT idem_hash('{"data":{"id":1844674
 SELECT * FROM pg_temp.canonical_error($$ SELECT idem_canonical('{}'::jsonb, 'exact') $$);
 SELECT * FROM pg_temp.canonical_error($$ SELECT idem_hash('{}'::json, 'RFC') $$);
 SELECT * FROM pg_temp.canonical_error($$ SELECT idem_hash('{}'::jsonb, ARRAY['a'], '') $$);
+-- the message shows spaces as they are, control characters escaped
+SELECT * FROM pg_temp.canonical_error($$ SELECT idem_canonical('{}'::jsonb, E'no such\tpolicy') $$);
 
 -- 22030: duplicate member names in json input (jsonb keeps the last one)
 SELECT * FROM pg_temp.canonical_error($$ SELECT idem_canonical('{"a":1,"b":2,"a":3}'::json) $$);
