@@ -10,6 +10,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildInbox } from './build-inbox.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const OUT = join(ROOT, 'examples', 'n8n');
@@ -43,13 +44,17 @@ export const BEFORE_SIDE_EFFECT = ['Webhook', 'Has event id?', 'Has identity fie
 
 // ---- SQL texts (the CI test runs exactly these, read from the JSON files) ----
 const SQL = {
+  // the delivery's body is sent once ($4, or $1), hashed for the fingerprint
+  // and kept with the claim as the inbox's evidence (the 6th argument)
   claimById:
     'SELECT $1::text AS key, $2::text AS workflow, c.*\n' +
-    'FROM idem_claim_ex($1::text, $2::text, $3::interval, idem_hash($4::jsonb), $5::text) AS c;',
+    'FROM (SELECT $4::jsonb AS body) AS d\n' +
+    'CROSS JOIN LATERAL idem_claim_ex($1::text, $2::text, $3::interval, idem_hash(d.body), $5::text, d.body) AS c;',
   claimByFields:
     "SELECT k.key, $2::text AS workflow, c.*\n" +
-    "FROM (SELECT idem_hash($1::jsonb, ARRAY['customer_id', 'order_ref', '/amount/value']) AS key) AS k\n" +
-    'CROSS JOIN LATERAL idem_claim_ex(k.key, $2::text, $3::interval, NULL, $4::text) AS c;',
+    'FROM (SELECT $1::jsonb AS body) AS d\n' +
+    "CROSS JOIN LATERAL (SELECT idem_hash(d.body, ARRAY['customer_id', 'order_ref', '/amount/value']) AS key) AS k\n" +
+    'CROSS JOIN LATERAL idem_claim_ex(k.key, $2::text, $3::interval, NULL, $4::text, d.body) AS c;',
   complete:
     'SELECT idem_complete($1::text, $2::text, $3::bigint, $4::jsonb) AS completed;',
   fail:
@@ -533,6 +538,7 @@ export function buildAll() {
     }),
     'error-workflow.json': errorWorkflow(),
     'ungated-control.json': controlWorkflow(),
+    ...buildInbox(),
     'credentials.postgres.json': [
       {
         id: CREDENTIAL.id,

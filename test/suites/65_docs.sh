@@ -31,7 +31,7 @@ fi
 
 size=$(wc -c <"$ROOT/README.md")
 if [ "$size" -lt 15000 ]; then ok "README.md is under 15 KB ($size bytes)"; else notok "README.md is under 15 KB ($size bytes)"; fi
-for block in install n8n-role; do
+for block in install n8n-role operator-role; do
 	if grep -A1 -x "<!-- run: $block -->" "$ROOT/README.md" | sed -n 2p | grep -q '^```'; then
 		ok "README.md keeps its run:$block block"
 	else
