@@ -19,6 +19,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execFileSync } from 'node:child_process';
 import pgPromise from 'pg-promise';
+import { docBlock } from './doc_block.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
@@ -50,7 +51,7 @@ let n8n = pgp({ ...base, user: ROLE, password: env.IDEM_N8N_PASSWORD, max: 4 });
 
 // ---- the workflows' Postgres nodes ----
 const workflows = Object.fromEntries(
-  ['webhook-gate', 'webhook-gate-fields', 'error-workflow'].map((f) => [
+  ['webhook-gate', 'webhook-gate-fields', 'error-workflow', 'inbox', 'alerts'].map((f) => [
     f,
     JSON.parse(readFileSync(join(EX, `${f}.json`), 'utf8')),
   ]),
@@ -363,6 +364,125 @@ test('fields variant: key = idem_hash of the identity fields; other fields do no
   assert(err && err.code === '22023', `a missing identity field is an error (22023), got ${err?.code} ${err?.message}`);
 });
 
+
+// ---- the inbox and the alerts, as the operator role of docs/n8n.md ----
+// (idem_gate 1.2: idem_gate.inbox).  The role is created by docs/n8n.md's
+// run:operator-role block as written, with its name and password replaced.
+const HAS_INBOX = (await admin.one("SELECT count(*)::int AS n FROM pg_views WHERE schemaname = 'idem_gate' AND viewname = 'inbox'")).n === 1;
+const OPS = `idem_ops_ci_${process.pid}`;
+const OPS_PASSWORD = `ci-${Date.now().toString(36)}${process.pid}`;
+let ops = null;
+async function opsRole() {
+  if (ops) return ops;
+  const block = docBlock(join(ROOT, 'docs/n8n.md'), 'operator-role');
+  assert(block.includes("'change-me'") && /\bn8n_inbox\b/.test(block), 'docs/n8n.md run:operator-role lost its placeholders');
+  await admin.multi(block.replace(/\bn8n_inbox\b/g, OPS).replace("'change-me'", `'${OPS_PASSWORD}'`));
+  ops = pgp({ ...base, user: OPS, password: OPS_PASSWORD, max: 2 });
+  try {
+    await ops.one('SELECT 1 AS x');
+  } catch (e) {
+    // no password login over PGHOST here: the same role and setting on a superuser session
+    console.log(`# direct login as ${OPS} failed (${e.message}); using role=${OPS} on a superuser session`);
+    ops = pgp({ ...base, user: env.PGUSER || 'postgres', password: env.PGPASSWORD, max: 2, options: `-c role=${OPS} -c idem_gate.workflow_acl=on` });
+  }
+  return ops;
+}
+const inboxTest = (name, fn) => test(name, async () => (HAS_INBOX ? fn() : console.log(`# skipped (no idem_gate.inbox): ${name}`)));
+
+inboxTest('the operator role block of docs/n8n.md is the README\'s (run:operator-role in both, identical)', () => {
+  const docs = docBlock(join(ROOT, 'docs/n8n.md'), 'operator-role');
+  let readme = null;
+  try {
+    readme = docBlock(join(ROOT, 'README.md'), 'operator-role');
+  } catch (e) {
+    throw new Error(`README.md: ${e.message}`);
+  }
+  eq(readme, docs, 'README.md run:operator-role against docs/n8n.md run:operator-role');
+});
+
+inboxTest('the gate keeps the delivery as the claim\'s payload (6th argument), cleared at completion', async () => {
+  const body = { id: K('payload'), amount: { value: 1, currency: 'EUR' }, note: '<b>x</b>' };
+  const c = await claimOne(body, 'exec-p1');
+  const [row] = await admin.any("SELECT payload = $2::jsonb AS same FROM idem_gate.claims WHERE workflow = 'orders' AND key = $1", [K('payload'), JSON.stringify(body)]);
+  eq(row.same, true, 'payload while processing');
+  await completeOne(c, 'fx_p');
+  const [done] = await admin.any("SELECT payload FROM idem_gate.claims WHERE workflow = 'orders' AND key = $1", [K('payload')]);
+  eq(done.payload, null, 'payload after completion');
+});
+
+inboxTest('the inbox\'s queries as the operator role: only its workflows, no token, decisions named, a second one refused', async () => {
+  const db = await opsRole();
+  const pgNodeOf = (wf, name) => workflows[wf].nodes.find((n) => n.name === name && n.type === 'n8n-nodes-base.postgres');
+  const run = async (wf, name, json, nodes = {}) => {
+    const n = pgNodeOf(wf, name);
+    const values = evaluate(n.parameters.options.queryReplacement, { json, nodes });
+    return db.multi(pgp.helpers.concat([{ query: n.parameters.query, values, options: { partial: true } }]));
+  };
+  // a needs_review claim of orders (granted) and one of a workflow not granted
+  const body = { id: K('inbox'), amount: 2 };
+  const c = await claimOne(body, 'exec-i1');
+  await runNode('webhook-gate', 'Fail claim', [{ json: { error: { message: 'socket hang up', code: 'ECONNRESET' } }, prevNode: { name: 'Side effect' }, nodes: { Claim: c } }]);
+  await admin.any("SELECT idem_claim_ex($1, 'idem-ci-hidden', NULL, NULL, 'x', '{}'::jsonb)", [K('hidden')]);
+  const [[list]] = await run('inbox', 'Read inbox', { workflow: '', reason: '' });
+  const mine = list.items.find((i) => i.key === K('inbox'));
+  assert(mine && mine.reason === 'needs_review' && mine.has_payload === true, `list: ${JSON.stringify(mine)}`);
+  assert(!list.items.some((i) => i.workflow === 'idem-ci-hidden') && !list.groups.some((g) => g.workflow === 'idem-ci-hidden'), 'a workflow not granted is listed');
+  const [[item]] = await run('inbox', 'Read item', { key: K('inbox'), workflow: 'orders' });
+  eq([item.claim.state, item.claim.payload?.id, 'token' in item.claim, item.inbox.reason], ['needs_review', body.id, false, 'needs_review'], 'item');
+  let denied = null;
+  try {
+    await run('inbox', 'Read item', { key: K('hidden'), workflow: 'idem-ci-hidden' });
+  } catch (e) {
+    denied = e;
+  }
+  eq(denied?.code, '42501', 'another workflow\'s item');
+  const a = { key: K('inbox'), workflow: 'orders', receipt: JSON.stringify({ effect_id: 'fx_ops' }), reason: 'downstream has fx_ops', actor: 'alice' };
+  const [[r1]] = await run('inbox', 'Resolve completed', a);
+  eq(r1.state, 'completed', 'resolve');
+  let again = null;
+  try {
+    await run('inbox', 'Resolve retry', { ...a, actor: 'bob' });
+  } catch (e) {
+    again = e;
+  }
+  assert(again?.code === '55000' && /the claim is completed/.test(again.message), `a second decision: ${again?.code} ${again?.message}`);
+  const [[h]] = await run('inbox', 'Read item', { key: K('inbox'), workflow: 'orders' });
+  eq(h.history.map((x) => [x.action, x.actor, x.state_before, x.state_after, x.reason]), [['resolve', 'alice', 'needs_review', 'completed', 'downstream has fx_ops']], 'history');
+  eq(h.claim.result, { effect_id: 'fx_ops' }, 'receipt');
+  const [[rp]] = await run('inbox', 'Read for replay', a);
+  eq([rp.state, rp.payload], ['completed', null], 'nothing to replay');
+  const [[rel]] = await run('inbox', 'Release', a);
+  const [[rel2]] = await run('inbox', 'Release', a);
+  eq([rel.released, rel2.released], [true, false], 'release, twice');
+  for (const sql of ['SELECT key FROM idem_gate.claims LIMIT 1', "SELECT idem_claim('x', 'orders')"]) {
+    let err = null;
+    try {
+      await db.any(sql);
+    } catch (e) {
+      err = e;
+    }
+    eq(err?.code, '42501', sql);
+  }
+});
+
+inboxTest('the alerts\' queries as the operator role: the alerted item, the digest', async () => {
+  const db = await opsRole();
+  const node = (name) => workflows.alerts.nodes.find((n) => n.name === name);
+  const body = { id: K('alert'), amount: 3 };
+  const c = await claimOne(body, 'exec-a1');
+  const [[st]] = await runNode('webhook-gate', 'Fail claim', [{ json: { error: { message: 'timeout of 30000ms exceeded', code: 'ECONNABORTED' } }, prevNode: { name: 'Side effect' }, nodes: { Claim: c } }]);
+  eq(st.state, 'needs_review', 'failed');
+  const [{ at }] = await admin.any("SELECT to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"+00:00\"') AS at FROM idem_gate.claims WHERE workflow = 'orders' AND key = $1", [K('alert')]);
+  const find = node('Find the item');
+  const values = evaluate(find.parameters.options.queryReplacement, { json: { channel: 'idem_gate_alert', payload: { workflow: 'orders', reason: 'needs_review', at } } });
+  const [[i]] = await db.multi(pgp.helpers.concat([{ query: find.parameters.query, values, options: { partial: true } }]));
+  eq([i.key, i.attempt], [K('alert'), 1], 'the alerted item');
+  const dig = node('Inbox summary');
+  const [[d]] = await db.multi(pgp.helpers.concat([{ query: dig.parameters.query, values: evaluate(dig.parameters.options.queryReplacement, { json: {} }), options: { partial: true } }]));
+  assert(d.total >= 1 && d.groups.some((g) => g.workflow === 'orders' && g.reason === 'needs_review') && !d.groups.some((g) => g.workflow === 'idem-ci-hidden'), `digest ${JSON.stringify(d)}`);
+  await admin.any("SELECT idem_release($1, 'orders')", [K('alert')]);
+});
+
 test('the n8n role cannot write the claims table nor read more than the granted columns', async () => {
   for (const sql of [
     "UPDATE idem_gate.claims SET state = 'completed'",
@@ -395,6 +515,11 @@ for (const t of tests) {
 await admin
   .none("DELETE FROM idem_gate.claims WHERE key LIKE $1 OR (workflow IN ('orders', 'orders-by-fields') AND key = ANY($2))", [`${RUN}-%`, extraKeys])
   .catch(() => {});
+if (ops) {
+  await admin
+    .multi(`SELECT idem_gate.revoke_workflow('${OPS}', 'orders'); DROP OWNED BY ${OPS}; DROP ROLE ${OPS};`)
+    .catch((e) => console.log(`# could not drop ${OPS}: ${e.message}`));
+}
 pgp.end();
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
