@@ -6,15 +6,17 @@
 // prints the table and stops n8n.  The n8n CLI runs with the server's
 // environment (n8nEnv), as the docs say it must.
 //
-// E2E_ONLY=1,2,5 runs some drills only (setup is always done).
+// E2E_ONLY=1,2,5 runs some drills only (setup is always done); E2E_ONLY=inbox
+// the inbox drills (inbox-browser.mjs), E2E_ONLY=inbox-a,inbox-b some of them.
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync, openSync, readFileSync, writeFileSync, closeSync, rmSync, existsSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { docBlock } from './doc_block.mjs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createSink } from './sink.mjs';
+import { createSink, createChatSink } from './sink.mjs';
 import { buildAll, IDS, SIDE_EFFECT_URL, CREDENTIAL } from './build-examples.mjs';
+import { INBOX_IDS, INBOX_PATH, N8N_ADDRESS, CHAT_URL, DIGEST_MINUTES } from './build-inbox.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
@@ -265,6 +267,13 @@ async function retryExecution(id, loadWorkflow) {
 // --------------------------------------------------------------- setup --
 const sink = createSink({ port: SINK_PORT, delayMs: Number(env.E2E_SINK_DELAY_MS ?? 300) });
 const SINK_URL = `http://127.0.0.1:${SINK_PORT}/charge`;
+// the chat's incoming webhook that the alerts workflow posts to
+const HAS_INBOX = env.E2E_HAS_INBOX === '1';
+const CHAT_PORT = Number(env.E2E_CHAT_PORT ?? 5691);
+const chat = createChatSink({ port: CHAT_PORT, log: (m) => log(m) });
+const CHAT_SINK_URL = `http://127.0.0.1:${CHAT_PORT}/chat/idem-gate`;
+const INBOX = `${BASE}/webhook/${INBOX_PATH}`;
+const INBOX_LOGIN = { user: 'operator', password: env.E2E_INBOX_LOGIN_PASSWORD };
 
 // replace a placeholder that the docs name; fail when it is not there, so a
 // changed example or doc cannot make the test run something else unnoticed
@@ -347,6 +356,10 @@ function runDocBlock(name, cwd, replace = []) {
 // gate (the user types their own downstream there)
 const DOC_DOWNSTREAM = 'https://api.example.com/charge';
 const DOC_N8N = 'http://localhost:5678';
+// the placeholders of docs/n8n.md's inbox and alerts blocks: your n8n's
+// address, your chat's incoming webhook
+const DOC_N8N_ADDRESS = 'https://n8n.example.com';
+const DOC_CHAT = 'https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX';
 const setupNotes = {};
 
 async function setup() {
@@ -385,6 +398,7 @@ async function setup() {
   // editor's way (docs: "Changing a published workflow"): imported as
   // committed, with the placeholder URL, and set and published in the editor
   // once n8n runs (below)
+  if (HAS_INBOX) await setupInbox(ex, dir);
   writeFileSync(join(ex, 'ungated-control.json'), fill(readFileSync(join(ex, 'ungated-control.json'), 'utf8'), SIDE_EFFECT_URL, SINK_URL, 'ungated-control.json'));
   log(`n8n import:workflow ungated-control.json; publish:workflow --id=${IDS.control}`);
   n8nCli(['import:workflow', `--input=${join(ex, 'ungated-control.json')}`]);
@@ -392,6 +406,7 @@ async function setup() {
   log('n8n import:workflow webhook-gate-fields.json (as committed, not published)');
   n8nCli(['import:workflow', `--input=${join(ex, 'webhook-gate-fields.json')}`]);
   await sink.start();
+  await chat.start();
   log('starting n8n');
   await startN8n();
   await ownerLogin();
@@ -413,7 +428,7 @@ async function setup() {
   const answers = tryOut.split('\n').filter((l) => l.trim().startsWith('{')).map((l) => { try { return JSON.parse(l); } catch { return null; } });
   setupNotes.tryIt = { answers: answers.map((a) => a?.status ?? null), effects: sink.count('evt-1') };
   log(`docs/n8n.md run:try-it answered ${JSON.stringify(setupNotes.tryIt)}`);
-  if (env.E2E_SCREENSHOT_DIR) {
+  if (env.E2E_SCREENSHOT_DIR && !env.E2E_INBOX_SHOTS_ONLY) {
     const { screenshots } = await import('./screenshot.mjs');
     const files = await screenshots({
       base: BASE,
@@ -435,6 +450,35 @@ async function setup() {
     cookie = null;
     await ownerLogin();
   }
+}
+
+// docs/n8n.md "Operate the inbox" and "Alerts", as written: the credentials
+// file filled in as its table says, the documented commands for the
+// addresses, the imports and the publications.  The one change the docs do
+// not make: the digest every minute instead of every hour (named in
+// docs/n8n.md's Testing), so that the drills see it.
+async function setupInbox(ex, dir) {
+  const creds = JSON.parse(readFileSync(join(ROOT, 'examples/n8n/credentials.inbox.json'), 'utf8'));
+  const pgc = creds.find((c) => c.type === 'postgres');
+  const web = creds.find((c) => c.type === 'httpBasicAuth');
+  if (pgc?.data?.port !== 5432 || pgc.data.password !== 'change-me' || pgc.data.user !== env.E2E_INBOX_ROLE || pgc.data.database !== env.E2E_DB ||
+      web?.data?.user !== INBOX_LOGIN.user || web.data.password !== 'change-me-too')
+    throw new Error('credentials.inbox.json: the placeholders docs/n8n.md names are gone');
+  pgc.data.port = Number(env.E2E_PGPORT);
+  pgc.data.password = env.E2E_INBOX_ROLE_PASSWORD;
+  web.data.password = INBOX_LOGIN.password;
+  writeFileSync(join(ex, 'credentials.inbox.json'), JSON.stringify(creds, null, 2) + '\n');
+  writeFileSync(join(ex, 'inbox.json'), readFileSync(join(ROOT, 'examples/n8n/inbox.json'), 'utf8'));
+  writeFileSync(join(ex, 'alerts.json'),
+    fill(readFileSync(join(ROOT, 'examples/n8n/alerts.json'), 'utf8'), `"minutesInterval": ${DIGEST_MINUTES}`, '"minutesInterval": 1', 'alerts.json'));
+  await runDocBlock('inbox-url', dir, [[DOC_N8N_ADDRESS, BASE]]);
+  await runDocBlock('inbox-import', dir);
+  await runDocBlock('alerts-urls', dir, [[DOC_N8N_ADDRESS, BASE], [DOC_CHAT, CHAT_SINK_URL]]);
+  await runDocBlock('alerts-import', dir);
+  const inbox = readFileSync(join(ex, 'inbox.json'), 'utf8');
+  const alerts = readFileSync(join(ex, 'alerts.json'), 'utf8');
+  if (inbox.includes(N8N_ADDRESS) || alerts.includes(N8N_ADDRESS) || alerts.includes(CHAT_URL) || !alerts.includes(CHAT_SINK_URL))
+    throw new Error('docs/n8n.md run:inbox-url / run:alerts-urls did not set the addresses');
 }
 
 // docs/n8n.md step 3's editor route, in the browser (see editor-import.mjs)
@@ -481,7 +525,7 @@ function record(drill, expected, observed, pass, sent, effects) {
   rows.push({ drill, expected, observed, pass: !!pass, sent, effects });
   log(`drill ${drill}: ${pass ? 'PASS' : 'FAIL'}: ${observed}`);
 }
-const want = (n) => !ONLY || ONLY.has(String(n));
+const want = (n) => !ONLY || ONLY.has(String(n)) || (String(n).startsWith('inbox-') && ONLY.has('inbox'));
 const okAll = (rs) => rs.every((r) => r.status >= 200 && r.status < 300);
 const execIds = {};
 
@@ -818,12 +862,24 @@ try {
     }
   }
   recordEditorImport();
+  if (HAS_INBOX && [...'abcde'].some((x) => want(`inbox-${x}`))) {
+    const { inboxDrills } = await import('./inbox-browser.mjs');
+    const pgctl = (...args) =>
+      execFileSync('runuser', ['-u', 'postgres', '--', join(env.E2E_PG_BIN, 'pg_ctl'), '-D', env.E2E_PGDATA, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    await inboxDrills({
+      BASE, GATE, INBOX, WORK, post, claim, q, sink, chat, order, record, want, log, pgctl,
+      stopN8n, startN8n, login: INBOX_LOGIN,
+      shotsDir: env.E2E_INBOX_SHOTS ?? join(WORK, 'screenshots'),
+      docsImgDir: env.E2E_SCREENSHOT_DIR ?? null,
+    });
+  }
   failed = printTable();
 } catch (e) {
   console.error(e);
 } finally {
   await stopN8n();
   await sink.stop();
+  await chat.stop();
   await db.end();
 }
 process.exit(failed ? 1 : 0);

@@ -8,6 +8,10 @@
 #                                        # check the editor's import route on every version
 #   N8N_VERSIONS="2.8.4 2.40.7 2.41.1" test/n8n/e2e-all.sh   # other versions, oldest first
 #
+# With idem_gate 1.2 each run includes the inbox drills in headless Chromium
+# (inbox-a..e, test/n8n/inbox-browser.mjs; test/n8n/browser.sh runs only
+# those), and --screenshots also refreshes docs/img/n8n-inbox-*.png.
+#
 # Every other variable of e2e.sh (PG_CONFIG, PG_BIN, E2E_ONLY, IDEM_E2E_*)
 # is passed through.  Each version's output goes to the terminal as it runs,
 # then one line per version and, last, the sum: "N passed, N failed".

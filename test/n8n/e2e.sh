@@ -31,8 +31,13 @@
 #   6. stops everything it started and removes its work directory
 #      (IDEM_E2E_KEEP=1 keeps the directory with the logs).
 #
+# With idem_gate 1.2 it also sets up docs/n8n.md's "Operate the inbox" and
+# "Alerts" as written (the operator role, the inbox and alerts workflows) and
+# runs the inbox drills in headless Chromium (test/n8n/inbox-browser.mjs,
+# puppeteer-core); test/n8n/browser.sh runs those alone.
+#
 # Ports (override with env): PostgreSQL 54329, n8n 5688, n8n task broker 5689,
-# sink 5690.  Exit status: 0 when every drill passed.
+# sink 5690, chat sink 5691.  Exit status: 0 when every drill passed.
 set -euo pipefail
 
 # --screenshots: also write docs/img/n8n-*.png with headless Debian chromium,
@@ -43,6 +48,10 @@ case "${1:-}" in
     shift ;;
   --editor)
     export E2E_EDITOR_CHECK=1
+    shift ;;
+  --inbox-screenshots)
+    # browser.sh --screenshots: only the inbox drills' pictures into docs/img
+    export E2E_SCREENSHOT_DIR="$(cd "$(dirname "$0")/../.." && pwd)/docs/img" E2E_INBOX_SHOTS_ONLY=1
     shift ;;
 esac
 
@@ -64,6 +73,7 @@ export E2E_PGPORT="${IDEM_E2E_PGPORT:-54329}"
 export E2E_N8N_PORT="${IDEM_E2E_N8N_PORT:-5688}"
 export E2E_BROKER_PORT="${IDEM_E2E_BROKER_PORT:-5689}"
 export E2E_SINK_PORT="${IDEM_E2E_SINK_PORT:-5690}"
+export E2E_CHAT_PORT="${IDEM_E2E_CHAT_PORT:-5691}"
 export E2E_DB=app            # the database docs/n8n.md creates
 export E2E_ROLE=n8n_gate
 export E2E_ROLE_PASSWORD="e2e-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
@@ -200,6 +210,33 @@ grep -q "'change-me'" "$WORK/role.sql.in" || { echo "docs/n8n.md run:n8n-role lo
 sed "s/'change-me'/'$E2E_ROLE_PASSWORD'/" "$WORK/role.sql.in" > "$WORK/role.sql"
 chmod 644 "$WORK/role.sql"
 psql -d "$E2E_DB" -f "$WORK/role.sql"
+
+# --- 4b. the operator role of the inbox (docs/n8n.md run:operator-role, idem_gate
+# 1.2 and later): the documented block, with its password placeholder replaced
+if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_views WHERE schemaname = 'idem_gate' AND viewname = 'inbox'")" = 1 ]; then
+  export E2E_INBOX_ROLE=n8n_inbox
+  export E2E_INBOX_ROLE_PASSWORD="e2e-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+  export E2E_INBOX_LOGIN_PASSWORD="e2e-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+  doc_block operator-role > "$WORK/operator-role.sql.in"
+  grep -q "'change-me'" "$WORK/operator-role.sql.in" || { echo "docs/n8n.md run:operator-role lost its 'change-me' placeholder" >&2; exit 1; }
+  sed "s/'change-me'/'$E2E_INBOX_ROLE_PASSWORD'/" "$WORK/operator-role.sql.in" > "$WORK/operator-role.sql"
+  chmod 644 "$WORK/operator-role.sql"
+  log "docs/n8n.md run:operator-role: $(tr '\n' ' ' < "$WORK/operator-role.sql.in")"
+  psql -d "$E2E_DB" -f "$WORK/operator-role.sql" >/dev/null
+  export E2E_HAS_INBOX=1
+  # the inbox drills drive Debian's chromium with puppeteer-core from the npm
+  # registry (it downloads no browser)
+  command -v chromium >/dev/null 2>&1 || apt-get install -y chromium >&2
+  export PUPPETEER_CORE_DIR="${PUPPETEER_CORE_DIR:-/var/cache/idem_gate/puppeteer-core}"
+  if [ ! -d "$PUPPETEER_CORE_DIR/node_modules/puppeteer-core" ]; then
+    mkdir -p "$PUPPETEER_CORE_DIR"
+    (cd "$PUPPETEER_CORE_DIR" && { [ -f package.json ] || echo '{"private":true}' > package.json; } &&
+     PUPPETEER_SKIP_DOWNLOAD=1 npm install --no-audit --no-fund --loglevel=error puppeteer-core@24.40.0 >&2)
+  fi
+else
+  log "idem_gate has no idem_gate.inbox (before 1.2): the inbox drills are skipped"
+  export E2E_HAS_INBOX=0
+fi
 
 # --- 5-6. n8n, sink and drills ---------------------------------------------------
 cd "$HERE"

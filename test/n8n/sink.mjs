@@ -19,6 +19,14 @@
 //   --mode kill     count the request, then SIGKILL --kill-pid (the n8n
 //                   process) before answering: a crash after the side effect
 //
+//   node test/n8n/sink.mjs --chat [--port 5691]
+//                   a chat's incoming webhook instead (Slack-compatible
+//                   {"text": ...}), for the alerts workflow: prints each message
+//
+//   GET /lookup?idempotency_key=orders:evt-1 returns the downstream's record
+//   of the request that carried that Idempotency-Key header ({"id": ...}),
+//   what an operator looks up before resolving a claim.
+//
 //   SIGUSR1 switches a running sink to --mode ok (the downstream recovers);
 //   SIGUSR2 switches it back to the mode it started in.  GET /counts returns
 //   the counts per event.  Every request and mode change is logged on stdout.
@@ -42,6 +50,7 @@ export function createSink({
   if (!MODES.includes(mode)) throw new Error(`unknown sink mode ${mode} (${MODES.join(', ')})`);
   if (mode === 'kill' && !killPid) throw new Error('--mode kill needs --kill-pid');
   const counts = new Map();
+  const byIdempotencyKey = new Map(); // the Idempotency-Key header -> the id answered (the downstream's record)
   const pathCounts = new Map(); // "path event" -> requests, to tell two URLs of one sink apart
   const held = new Map(); // event -> { arrived: Promise, notify, responses: [] }
   const holding = new Set(); // responses kept open by --mode hold
@@ -55,6 +64,16 @@ export function createSink({
     if (req.method === 'GET' && req.url === '/counts') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(Object.fromEntries(counts)));
+      return;
+    }
+    // the downstream's record of a side effect, looked up by the
+    // Idempotency-Key the gate sent (<workflow>:<key>), as an operator does
+    // before resolving a claim (docs/n8n.md "Operate the inbox")
+    if (req.method === 'GET' && req.url.startsWith('/lookup?')) {
+      const k = new URL(req.url, 'http://sink').searchParams.get('idempotency_key') ?? '';
+      const found = byIdempotencyKey.get(k);
+      res.writeHead(found ? 200 : 404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(found ?? { error: 'no record for this Idempotency-Key' }));
       return;
     }
     let body = '';
@@ -77,6 +96,8 @@ export function createSink({
       pathCounts.set(pk, (pathCounts.get(pk) ?? 0) + 1);
       seq += 1;
       const answer = { id: `${prefix}_${seq}`, event, n: counts.get(event) };
+      const ik = req.headers['idempotency-key'];
+      if (ik) byIdempotencyKey.set(String(ik), { id: answer.id, event, n: answer.n, path: req.url });
       log(`${req.method} ${req.url} event=${event} n=${answer.n} mode=${current}`);
       const h = held.get(event);
       if (h) {
@@ -145,6 +166,10 @@ export function createSink({
     countAt(path, event) {
       return pathCounts.get(`${path} ${event}`) ?? 0;
     },
+    // what the downstream recorded for an Idempotency-Key, or null
+    lookup(idempotencyKey) {
+      return byIdempotencyKey.get(String(idempotencyKey)) ?? null;
+    },
     total() {
       let t = 0;
       for (const v of counts.values()) t += v;
@@ -177,6 +202,66 @@ export function createSink({
   };
 }
 
+// A chat's incoming webhook (Slack-compatible: POST {"text": ...}): keeps the
+// messages, answers "ok" like Slack does.  GET / returns them.  The alerts
+// workflow (examples/n8n/alerts.json) posts here in the tests.
+export function createChatSink({ port, host = '127.0.0.1', log = () => {} } = {}) {
+  const messages = [];
+  const waiters = [];
+  let server = null;
+  const handler = (req, res) => {
+    if (req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(messages));
+      return;
+    }
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      let text = null;
+      try {
+        text = JSON.parse(body).text ?? null;
+      } catch {}
+      if (typeof text !== 'string') {
+        res.writeHead(400, { 'content-type': 'text/plain' });
+        res.end('invalid_payload');
+        return;
+      }
+      const m = { at: Date.now(), path: req.url, text };
+      messages.push(m);
+      log(`chat ${req.url}: ${text}`);
+      for (const w of [...waiters]) if (w.pred(m)) w.resolve(m);
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('ok');
+    });
+  };
+  return {
+    messages,
+    async start() {
+      server = http.createServer(handler);
+      await new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, resolve);
+      });
+    },
+    async stop() {
+      if (server) await new Promise((r) => server.close(r));
+      server = null;
+    },
+    // the first message (from `since`, a time in ms) that pred accepts, or null after timeoutMs
+    waitFor(pred, timeoutMs, since = 0) {
+      const old = messages.find((m) => m.at >= since && pred(m));
+      if (old) return Promise.resolve(old);
+      return new Promise((resolve) => {
+        const w = { pred: (m) => m.at >= since && pred(m), resolve: (m) => { clearTimeout(t); waiters.splice(waiters.indexOf(w), 1); resolve(m); } };
+        const t = setTimeout(() => { waiters.splice(waiters.indexOf(w), 1); resolve(null); }, timeoutMs);
+        waiters.push(w);
+      });
+    },
+  };
+}
+
 // ------------------------------------------------------------ alone --
 function parseArgs(argv) {
   const o = { port: 5690, host: '127.0.0.1', mode: 'ok', delay: 300, status: 500, killPid: null };
@@ -190,6 +275,7 @@ function parseArgs(argv) {
     else if (flag === '--delay') o.delay = Number(val());
     else if (flag === '--status') o.status = Number(val());
     else if (flag === '--kill-pid') o.killPid = Number(val());
+    else if (flag === '--chat') o.chat = true;
     else if (/^\d+$/.test(a)) o.port = Number(a); // the former "sink.mjs PORT"
     else if (flag === '--help' || flag === '-h') o.help = true;
     else throw new Error(`unknown argument ${a}`);
@@ -208,10 +294,17 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     process.exit(2);
   }
   if (o.help) {
-    console.log('usage: node test/n8n/sink.mjs [--port 5690] [--host 127.0.0.1] [--mode ok|refuse|hold|5xx|kill] [--delay 300] [--status 500] [--kill-pid PID]');
+    console.log('usage: node test/n8n/sink.mjs [--port 5690] [--host 127.0.0.1] [--mode ok|refuse|hold|5xx|kill] [--delay 300] [--status 500] [--kill-pid PID] | --chat [--port 5691]');
     process.exit(0);
   }
   const stamp = () => new Date().toISOString().slice(11, 23);
+  if (o.chat) {
+    // a chat's incoming webhook for the alerts workflow: prints every message
+    const chat = createChatSink({ port: o.port, host: o.host, log: (m) => console.log(`${stamp()} ${m}`) });
+    await chat.start();
+    console.log(`${stamp()} chat sink on http://${o.host}:${o.port}/ (POST {"text": ...}); GET / lists the messages`);
+    setInterval(() => {}, 1 << 30);
+  } else {
   let sink;
   try {
     sink = createSink({
@@ -253,4 +346,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   }
   // keep the process alive in --mode refuse, where no server holds the loop
   setInterval(() => {}, 1 << 30);
+  }
 }
