@@ -325,7 +325,7 @@ pass_report(int i, const IgJanitorArgs *args, IgPassState now,
 						dbname)));
 }
 
-/* The owner of a function, by its OID. */
+/* The owner of a function, by its OID; InvalidOid if it is gone. */
 static Oid
 function_owner(Oid fn)
 {
@@ -333,7 +333,7 @@ function_owner(Oid fn)
 	Oid			owner;
 
 	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for function %u", fn);
+		return InvalidOid;		/* dropped since it was looked up */
 	owner = ((Form_pg_proc) GETSTRUCT(tup))->proowner;
 	ReleaseSysCache(tup);
 	return owner;
@@ -343,23 +343,27 @@ function_owner(Oid fn)
  * Whom a pass acts as: the owner of idem_gate.janitor_run(), so that the
  * worker does exactly what a call of that function by its owner would.
  * Found by catalog, not by a name lookup, which would need USAGE on the
- * schema from the role the janitor connects as.
+ * schema from the role the janitor connects as.  InvalidOid when the
+ * schema or the function is gone: a DROP EXTENSION that committed since
+ * extension_present() saw the extension.
  */
 static Oid
 pass_owner(void)
 {
-	Oid			fn;
-	Oid			owner;
+	Oid			nsp;
+	Oid			fn = InvalidOid;
+	Oid			owner = InvalidOid;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	fn = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
-						 CStringGetDatum("janitor_run"),
-						 PointerGetDatum(buildoidvector(NULL, 0)),
-						 ObjectIdGetDatum(get_namespace_oid("idem_gate", false)));
-	if (!OidIsValid(fn))
-		elog(ERROR, "function idem_gate.janitor_run() does not exist");
-	owner = function_owner(fn);
+	nsp = get_namespace_oid("idem_gate", true);
+	if (OidIsValid(nsp))
+		fn = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
+							 CStringGetDatum("janitor_run"),
+							 PointerGetDatum(buildoidvector(NULL, 0)),
+							 ObjectIdGetDatum(nsp));
+	if (OidIsValid(fn))
+		owner = function_owner(fn);
 	CommitTransactionCommand();
 	return owner;
 }
@@ -492,53 +496,6 @@ extension_present(int i, const IgJanitorArgs *args)
 }
 
 /*
- * Run the pass.  DROP EXTENSION may commit while it runs, and its next
- * query then fails on a table that is gone: that is the extension going
- * away, reported as such (one line, as at the start of a pass), not as an
- * error.  Any other error ends the janitor as usual.
- */
-static void
-run_pass(int i, const IgJanitorArgs *args, const char *dbname)
-{
-	IgJanitorCounts counts;
-
-	PG_TRY();
-	{
-		ig_janitor_pass(&counts, true, InvalidOid);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-		bool		gone;
-
-		MemoryContextSwitchTo(TopMemoryContext);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
-
-		/* the server turned read-only during the pass (a fenced primary) */
-		if (edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION)
-		{
-			pass_report(i, args, IG_PASS_READ_ONLY, dbname, NULL);
-			return;
-		}
-
-		StartTransactionCommand();
-		gone = !OidIsValid(get_extension_oid("idem_gate", true));
-		if (gone)
-			ereport(LOG,
-					(errmsg("idem_gate janitor: extension idem_gate is not installed in database \"%s\"; idling",
-							get_database_name(MyDatabaseId)),
-					 errhint("Run CREATE EXTENSION idem_gate in that database; the janitor starts working at its next pass.")));
-		CommitTransactionCommand();
-		if (!gone)
-			ReThrowError(edata);
-		slot_report(i, IG_EXT_ABSENT_LOGGED);
-	}
-	PG_END_TRY();
-}
-
-/*
  * Lower the janitor's CPU priority.  setpriority() alone does not do it on
  * Linux with autogroup scheduling (the default of many distributions):
  * every PostgreSQL process calls setsid() and so is alone in its own
@@ -577,6 +534,81 @@ lower_priority(void)
 	}
 	ereport(DEBUG1,
 			(errmsg("idem_gate janitor: could not lower its autogroup's priority: %m")));
+}
+
+/* Log that the extension went away from the janitor's database. */
+static void
+report_gone(int i)
+{
+	ereport(LOG,
+			(errmsg("idem_gate janitor: extension idem_gate is not installed in database \"%s\"; idling",
+					get_database_name(MyDatabaseId)),
+			 errhint("Run CREATE EXTENSION idem_gate in that database; the janitor starts working at its next pass.")));
+	slot_report(i, IG_EXT_ABSENT_LOGGED);
+}
+
+/*
+ * Decide whether a pass can work, then run it.  DROP EXTENSION may commit
+ * at any moment after extension_present() saw the extension: while the
+ * tables' shape is read, or while the pass runs, whose next query then
+ * fails on a table that is gone.  That is the extension going away,
+ * reported as such (one line, as at the start of a pass), not as an
+ * error.  Any other error ends the janitor as usual.
+ */
+static void
+run_pass(int i, const IgJanitorArgs *args)
+{
+	IgJanitorCounts counts;
+	char	   *volatile dbname = NULL;
+
+	PG_TRY();
+	{
+		const char *why;
+		char	   *name;
+		IgPassState state = pass_state(&name, &why);
+
+		dbname = name;
+		pass_report(i, args, state, dbname, why);
+		if (state == IG_PASS_WORKING)
+		{
+			/*
+			 * Background work yields to the claims: a lower CPU priority,
+			 * batches that do not wait for their WAL flush (a deletion lost
+			 * in a crash is simply done again at the next pass; no client
+			 * waits for it).
+			 */
+			lower_priority();
+			SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+			ig_janitor_pass(&counts, true, InvalidOid);
+		}
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		bool		gone;
+
+		MemoryContextSwitchTo(TopMemoryContext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+
+		/* the server turned read-only during the pass (a fenced primary) */
+		if (edata->sqlerrcode == ERRCODE_READ_ONLY_SQL_TRANSACTION &&
+			dbname != NULL)
+		{
+			pass_report(i, args, IG_PASS_READ_ONLY, dbname, NULL);
+			return;
+		}
+
+		StartTransactionCommand();
+		gone = !OidIsValid(get_extension_oid("idem_gate", true));
+		if (gone)
+			report_gone(i);
+		CommitTransactionCommand();
+		if (!gone)
+			ReThrowError(edata);
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -640,33 +672,26 @@ idem_gate_janitor_main(Datum main_arg)
 	if (database_open() && !RecoveryInProgress() &&
 		extension_present(i, &args))
 	{
-		char	   *dbname;
-		const char *why;
 		Oid			save_userid;
 		int			save_sec_context;
 		Oid			owner = pass_owner();
-		IgPassState state;
 
-		/* as the owner of idem_gate.janitor_run(), restricted as it is */
-		GetUserIdAndSecContext(&save_userid, &save_sec_context);
-		SetUserIdAndSecContext(owner, save_sec_context |
-							   SECURITY_LOCAL_USERID_CHANGE |
-							   SECURITY_RESTRICTED_OPERATION);
-		state = pass_state(&dbname, &why);
-		pass_report(i, &args, state, dbname, why);
-		if (state == IG_PASS_WORKING)
+		if (!OidIsValid(owner))
 		{
-			/*
-			 * Background work yields to the claims: a lower CPU priority,
-			 * batches that do not wait for their WAL flush (a deletion lost
-			 * in a crash is simply done again at the next pass; no client
-			 * waits for it).
-			 */
-			lower_priority();
-			SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-			run_pass(i, &args, dbname);
+			StartTransactionCommand();
+			report_gone(i);
+			CommitTransactionCommand();
 		}
-		SetUserIdAndSecContext(save_userid, save_sec_context);
+		else
+		{
+			/* as the owner of idem_gate.janitor_run(), restricted as it is */
+			GetUserIdAndSecContext(&save_userid, &save_sec_context);
+			SetUserIdAndSecContext(owner, save_sec_context |
+								   SECURITY_LOCAL_USERID_CHANGE |
+								   SECURITY_RESTRICTED_OPERATION);
+			run_pass(i, &args);
+			SetUserIdAndSecContext(save_userid, save_sec_context);
+		}
 	}
 	pgstat_report_activity(STATE_IDLE, NULL);
 	proc_exit(0);
