@@ -2,8 +2,9 @@
 # The documentation suite: every relative link of every Markdown file of
 # the repository points to a file that exists, and every #anchor to a
 # heading of its file (test/ops/check_links.py); the README stays short
-# (under 15 KB) and keeps the blocks that other suites run as written.
-# Reads only the repository; needs python3.  Ends with one line
+# (under 15 KB) and keeps the blocks that other suites run as written;
+# src/ keeps to the layers src/README.md declares (scripts/layers.py: every
+# file placed, no circle, at most one include running back up).  Reads only the repository; needs python3.  Ends with one line
 # "N passed, N failed".
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,6 +39,13 @@ for block in install n8n-role operator-role; do
 		notok "README.md keeps its run:$block block"
 	fi
 done
+
+if out=$(python3 "$ROOT/scripts/layers.py" 2>&1); then
+	ok "src/ keeps to its layers ($(echo "$out" | tail -1))"
+else
+	echo "$out" | sed 's/^/# /'
+	notok "src/ keeps to its layers"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
