@@ -82,8 +82,17 @@ static IgDurableShared *shared = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-/* The slots the current transaction wrote keys of. */
+/*
+ * The slots the current transaction wrote keys of: a bitmap, and the first
+ * IG_DURABLE_LISTED of them in a list, so that the usual transaction (one
+ * claim, one key) visits its one slot at commit rather than the bitmap's
+ * 128 words.
+ */
+#define IG_DURABLE_LISTED	16
 static uint64 written[IG_DURABLE_SLOTS / 64];
+static int	listed[IG_DURABLE_LISTED];
+static int	nlisted = 0;
+static bool overflowed = false; /* more slots than the list holds */
 static bool wrote_any = false;
 static bool slots_raised = false;	/* its slots' counts were raised */
 static bool callback_registered = false;
@@ -158,24 +167,43 @@ slot_of(const char *workflow, const char *key)
 	return h & (IG_DURABLE_SLOTS - 1);
 }
 
+/*
+ * The next slot the transaction wrote, from *pos (start at 0), or -1 after
+ * the last: from the list, or from the bitmap when the list overflowed.
+ */
+static int
+next_written(int *pos)
+{
+	if (!overflowed)
+		return (*pos < nlisted) ? listed[(*pos)++] : -1;
+	for (; *pos < IG_DURABLE_SLOTS; (*pos)++)
+	{
+		uint64		bits = written[*pos / 64] >> (*pos % 64);
+
+		if (bits == 0)
+		{
+			*pos = (*pos / 64 + 1) * 64 - 1;	/* the rest of the word is empty */
+			continue;
+		}
+		*pos += pg_rightmost_one_pos64(bits);
+		return (*pos)++;
+	}
+	return -1;
+}
+
 /* Raise (delta 1) or lower (-1) the committing count of the written slots. */
 static void
 slots_committing(int delta)
 {
-	for (int w = 0; w < lengthof(written); w++)
+	int			pos = 0;
+	int			slot;
+
+	while ((slot = next_written(&pos)) >= 0)
 	{
-		uint64		bits = written[w];
-
-		while (bits != 0)
-		{
-			int			b = pg_rightmost_one_pos64(bits);
-
-			if (delta > 0)
-				pg_atomic_fetch_add_u32(&shared->committing[w * 64 + b], 1);
-			else
-				pg_atomic_fetch_sub_u32(&shared->committing[w * 64 + b], 1);
-			bits &= bits - 1;
-		}
+		if (delta > 0)
+			pg_atomic_fetch_add_u32(&shared->committing[slot], 1);
+		else
+			pg_atomic_fetch_sub_u32(&shared->committing[slot], 1);
 	}
 }
 
@@ -183,20 +211,31 @@ slots_committing(int delta)
 static void
 slots_advance(uint64 lsn)
 {
-	for (int w = 0; w < lengthof(written); w++)
+	int			pos = 0;
+	int			slot;
+
+	while ((slot = next_written(&pos)) >= 0)
 	{
-		uint64		bits = written[w];
+		pg_atomic_uint64 *p = &shared->lsn[slot];
+		uint64		cur = pg_atomic_read_u64(p);
 
-		while (bits != 0)
-		{
-			pg_atomic_uint64 *slot = &shared->lsn[w * 64 + pg_rightmost_one_pos64(bits)];
-			uint64		cur = pg_atomic_read_u64(slot);
-
-			while (cur < lsn && !pg_atomic_compare_exchange_u64(slot, &cur, lsn))
-				;
-			bits &= bits - 1;
-		}
+		while (cur < lsn && !pg_atomic_compare_exchange_u64(p, &cur, lsn))
+			;
 	}
+}
+
+/* Forget the written slots: the transaction ended. */
+static void
+slots_forget(void)
+{
+	if (overflowed)
+		memset(written, 0, sizeof(written));
+	else
+		for (int i = 0; i < nlisted; i++)
+			written[listed[i] / 64] = 0;
+	nlisted = 0;
+	overflowed = false;
+	wrote_any = false;
 }
 
 /*
@@ -244,8 +283,7 @@ durable_xact_cb(XactEvent event, void *arg)
 		default:
 			return;
 	}
-	memset(written, 0, sizeof(written));
-	wrote_any = false;
+	slots_forget();
 	slots_raised = false;
 }
 
@@ -263,7 +301,13 @@ ig_durable_wrote(const char *workflow, const char *key)
 		RegisterXactCallback(durable_xact_cb, NULL);
 		callback_registered = true;
 	}
+	if (written[slot / 64] & (UINT64CONST(1) << (slot % 64)))
+		return;
 	written[slot / 64] |= UINT64CONST(1) << (slot % 64);
+	if (nlisted < IG_DURABLE_LISTED)
+		listed[nlisted++] = slot;
+	else
+		overflowed = true;
 	wrote_any = true;
 }
 

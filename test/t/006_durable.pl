@@ -129,6 +129,18 @@ waits_instead_of_answering($primary,
 waits_instead_of_answering($primary,
 	"SELECT idem_heartbeat('order-1', 'charge', 1)", 'a heartbeat with a lost token');
 
+# a batch writes more keys than a transaction lists one by one: the slots
+# past the list are remembered too
+committed_locally_only($primary,
+	"SELECT count(*) FROM idem_claim_many(ARRAY(SELECT 'bulk-' || g FROM generate_series(1, 40) g), 'charge', '1 hour', NULL, 'runM')",
+	'runM');
+waits_instead_of_answering($primary,
+	"SELECT outcome FROM idem_claim_ex('bulk-40', 'charge', NULL, NULL, 'runN')",
+	'a duplicate of the last key of a 40-key batch');
+waits_instead_of_answering($primary,
+	"SELECT outcome FROM idem_claim_ex('bulk-1', 'charge', NULL, NULL, 'runN')",
+	'a duplicate of its first key');
+
 # a retried completion and a needs_review answer, from rows written while
 # the standby is away
 committed_locally_only($primary,
