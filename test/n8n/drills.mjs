@@ -492,6 +492,7 @@ async function checkEditorImportSafely() {
       password: OWNER.password,
       gateFile: readFileSync(join(ROOT, 'examples/n8n/webhook-gate.json'), 'utf8'),
       credentialId: CREDENTIAL.id,
+      credentialName: CREDENTIAL.name,
       workDir: WORK,
       rest,
     });
@@ -512,7 +513,7 @@ function recordEditorImport() {
   const how = (u) => (u.issuesAfterImport > 0 ? `dropped at import (${u.issuesAfterImport} nodes marked), set by opening the nodes` : 'set at import');
   record('editor', 'Import from file (docs/n8n.md "In the editor"): a known credential id is kept; an unknown one (a credential made by hand) ends as the existing credential after the documented steps; the Error workflow setting is not imported',
     r.error ? `error: ${r.error}` :
-      `known id: ${JSON.stringify(r.known.credentials)}; unknown id and name: ${how(r.unknown)}, ${r.unknown.issuesBeforeSave} marked before saving, saved ${JSON.stringify(r.unknown.credentials)}; error workflow setting after import: ${r.known.errorWorkflow}/${r.unknown.errorWorkflow}`,
+      `known id: ${JSON.stringify(r.known.credentials)}; unknown id and name: ${how(r.unknown)}, ${r.unknown.issuesBeforeSave} marked before saving, picked by hand ${JSON.stringify(r.picked ?? [])}, saved ${JSON.stringify(r.unknown.credentials)}; error workflow setting after import: ${r.known.errorWorkflow}/${r.unknown.errorWorkflow}`,
     !r.error && all(r.known.credentials, CREDENTIAL.id) && r.known.issuesAfterImport === 0 &&
       all(r.unknown.credentials, CREDENTIAL.id) && r.unknown.issuesBeforeSave === 0 &&
       r.known.errorWorkflow === null && r.unknown.errorWorkflow === null,

@@ -9,7 +9,10 @@
 //   unknown  the same file with a credential id and name this n8n does not
 //            know, as when the credential was created by hand in the editor
 //            (n8n gives it an id of its own, and names it "Postgres account").
-//            Then each Postgres node is opened and closed, which is what
+//            Then each Postgres node is opened, its credential checked and,
+//            when it is not the gate's (n8n picks the newest Postgres
+//            credential, the inbox's once the inbox is set up), the gate's
+//            picked from the list; then it is closed.  That is what
 //            docs/n8n.md tells a user to do.
 // It returns what the saved workflows' Postgres nodes refer to.
 import { createRequire } from 'node:module';
@@ -18,7 +21,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { signIn } from './screenshot.mjs';
 
-export async function checkEditorImport({ base, email, password, gateFile, credentialId, workDir, rest }) {
+export async function checkEditorImport({ base, email, password, gateFile, credentialId, credentialName, workDir, rest }) {
   const require = createRequire(import.meta.url);
   const { chromium } = require(process.env.PLAYWRIGHT_CORE_DIR);
   const profile = mkdtempSync(join(tmpdir(), 'idem-gate-chromium-'));
@@ -63,14 +66,40 @@ export async function checkEditorImport({ base, email, password, gateFile, crede
       await page.waitForTimeout(1500);
       const issuesAfterImport = await page.locator('[data-test-id="node-issues"]').count();
       if (label === 'unknown') {
-        // what the docs tell a user: open each Postgres node, check its
-        // credential, close it
+        // what the docs tell a user: open each Postgres node, check that its
+        // credential is the gate's, pick the gate's if it is not, close it
+        const exact = new RegExp(`^\\s*${credentialName.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*$`);
+        out.picked = [];
         for (const name of ['Claim', 'Complete', 'Fail claim']) {
           await page.locator(`[data-node-name="${name}"]`).first().dblclick();
-          await page.locator('[data-test-id="ndv"], .ndv-wrapper, [data-test-id="node-credentials-select"]').first().waitFor({ timeout: 20000 });
+          const select = page.locator('[data-test-id="node-credentials-select"]').first();
+          await select.waitFor({ timeout: 20000 });
           await page.waitForTimeout(1000);
-          await page.keyboard.press('Escape');
-          await page.waitForTimeout(500);
+          const shown = await select.locator('input').first().inputValue().catch(() => '');
+          if (!exact.test(shown)) {
+            await select.click();
+            await page.waitForTimeout(1000);
+            // an item shows the credential's name (and, from 2.40 on, its
+            // type beside it): pick the one whose name is the gate's
+            const items = page.locator('.el-select-dropdown__item:visible');
+            const byName = items.filter({ has: page.locator('[class*="optionName"]', { hasText: exact }) });
+            await ((await byName.count()) > 0 ? byName : items.filter({ hasText: exact })).first().click({ timeout: 15000 });
+            await page.waitForTimeout(800);
+            out.picked.push(`${name}: ${shown || '(none)'} -> ${credentialName}`);
+          }
+          if (process.env.E2E_EDITOR_DEBUG) {
+            await page.screenshot({ path: `/tmp/editor-debug-${name}.png` });
+            const dump = await page.evaluate(() => [...document.querySelectorAll('[data-test-id]')]
+              .filter((e) => e.offsetParent !== null).map((e) => e.getAttribute('data-test-id')).join(' '));
+            writeFileSync(`/tmp/editor-debug-${name}.txt`, dump);
+          }
+          // close the node's panel (a first Escape may only close the list)
+          for (let i = 0; i < 4 && (await page.locator('[data-test-id="ndv"]:visible').count()) > 0; i++) {
+            const back = page.locator('[data-test-id="ndv-close-button"]:visible, [data-test-id="back-to-canvas"]:visible');
+            if (i > 0 && (await back.count()) > 0) await back.first().click();
+            else await page.keyboard.press('Escape');
+            await page.waitForTimeout(500);
+          }
         }
       }
       const issuesBeforeSave = await page.locator('[data-test-id="node-issues"]').count();
