@@ -32,11 +32,12 @@ die() { echo "setup: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "run as root (apt-get, $PREFIX)"
 
 # Debian's own packages: the two managers, etcd, HAProxy for the one-host
-# client path, the server and its headers to build against, and psycopg2
-# for the Debian python (load.py runs under /usr/bin/python3, not pyenv's).
+# client path, the server and its headers to build against, psycopg2 for
+# the Debian python (load.py runs under /usr/bin/python3, not pyenv's), and
+# iptables, without which a partition falls back to freezing the node.
 pkgs=(make gcc postgresql-15 postgresql-server-dev-15 postgresql-contrib
 	postgresql-15-auto-failover pg-auto-failover-cli
-	patroni etcd-server etcd-client haproxy python3-psycopg2 python3-etcd)
+	patroni etcd-server etcd-client haproxy python3-psycopg2 python3-etcd iptables)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
