@@ -222,6 +222,53 @@ EXCEPT SELECT regexp_split_to_table(:'updated11_string_agg', E'\n');
 SELECT l AS only_in_updated_from_1_1 FROM regexp_split_to_table(:'updated11_string_agg', E'\n') l
 EXCEPT SELECT regexp_split_to_table(:'fresh_string_agg', E'\n');
 \c :regress_db
+
+------------------------------------------------------------------------
+-- a DBA's own row security under 1.1 keeps deciding after the update:
+-- the extension's policy is restrictive where permissive ones exist, so
+-- that nobody sees more than before
+------------------------------------------------------------------------
+CREATE DATABASE regress_up_rls;
+\c regress_up_rls
+SET client_min_messages = warning;
+CREATE EXTENSION idem_gate VERSION '1.1';
+RESET client_min_messages;
+CREATE ROLE regress_up_report;
+GRANT USAGE ON SCHEMA idem_gate TO regress_up_report;
+GRANT SELECT ON idem_gate.claims, idem_gate.audit TO regress_up_report;
+ALTER TABLE idem_gate.claims ENABLE ROW LEVEL SECURITY;
+CREATE POLICY report_orders ON idem_gate.claims FOR SELECT TO regress_up_report
+	USING (workflow = 'orders');
+SELECT idem_claim(k, w) FROM (VALUES ('o-1', 'orders'), ('p-1', 'payroll'), ('p-2', 'payroll')) v(k, w);
+SELECT idem_release('p-1', 'payroll', 'a released payroll claim, for the audit trail');
+SET ROLE regress_up_report;
+SELECT workflow, key FROM idem_gate.claims ORDER BY 1, 2;
+SELECT count(*) AS audit_rows_seen FROM idem_gate.audit;
+RESET ROLE;
+ALTER EXTENSION idem_gate UPDATE TO '1.2';
+SET ROLE regress_up_report;
+-- the DBA's policy still decides: orders only, as under 1.1
+SELECT workflow, key FROM idem_gate.claims ORDER BY 1, 2;
+-- the audit trail had no row security: now per-workflow access, off, shows all
+SELECT count(*) AS audit_rows_seen FROM idem_gate.audit;
+RESET ROLE;
+SELECT c.relname, p.polname, p.polpermissive
+  FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid
+ WHERE c.relnamespace = 'idem_gate'::regnamespace ORDER BY 1, 2;
+-- with per-workflow access on, the role's grants narrow it further
+SET idem_gate.workflow_acl = on;
+SELECT idem_gate.grant_workflow('regress_up_report', 'payroll');
+SET ROLE regress_up_report;
+SELECT workflow, key FROM idem_gate.claims ORDER BY 1, 2;
+RESET ROLE;
+SELECT idem_gate.grant_workflow('regress_up_report', 'orders');
+SET ROLE regress_up_report;
+SELECT workflow, key FROM idem_gate.claims ORDER BY 1, 2;
+RESET ROLE;
+RESET idem_gate.workflow_acl;
+\c :regress_db
+DROP DATABASE regress_up_rls;
+DROP ROLE regress_up_report;
 DROP DATABASE regress_up_10;
 DROP DATABASE regress_up_11;
 DROP DATABASE regress_up_11f;

@@ -17,14 +17,44 @@ AS 'MODULE_PATHNAME', 'idem_gate_workflow_visible'
 LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION idem_gate.workflow_visible(pg_catalog.text) IS 'may the current role see this workflow''s claims and audit rows (per-workflow access)';
 
-ALTER TABLE idem_gate.claims ENABLE ROW LEVEL SECURITY;
-CREATE POLICY claims_by_workflow ON idem_gate.claims
-	USING (idem_gate.workflow_visible(workflow))
-	WITH CHECK (idem_gate.workflow_visible(workflow));
-ALTER TABLE idem_gate.audit ENABLE ROW LEVEL SECURITY;
-CREATE POLICY audit_by_workflow ON idem_gate.audit
-	USING (idem_gate.workflow_visible(workflow))
-	WITH CHECK (idem_gate.workflow_visible(workflow));
+/*
+ * Permissive policies are ORed: a DBA who restricted a role with row
+ * security of their own under 1.1 (permissive, the default) would find it
+ * widened by the extension's own permissive policy, and the role would
+ * see every workflow.  So where a table already has permissive policies,
+ * the extension's policy there is restrictive instead: the DBA's keep
+ * deciding what a role sees, and per-workflow access narrows it further.
+ * A NOTICE names them.  A fresh install has none, and a DBA who adds one
+ * later makes it AS RESTRICTIVE (docs/security.md).
+ */
+DO $$
+DECLARE
+	t pg_catalog.text;
+	theirs pg_catalog.text;
+	level pg_catalog.text := pg_catalog.current_setting('client_min_messages');
+BEGIN
+	FOREACH t IN ARRAY ARRAY['claims', 'audit'] LOOP
+		SELECT pg_catalog.string_agg(pg_catalog.quote_ident(p.polname::pg_catalog.text), ', '
+				ORDER BY p.polname)
+		  INTO theirs
+		  FROM pg_catalog.pg_policy p
+		 WHERE p.polrelid OPERATOR(pg_catalog.=) pg_catalog.format('idem_gate.%I', t)::pg_catalog.regclass
+		   AND p.polpermissive;
+		EXECUTE pg_catalog.format('ALTER TABLE idem_gate.%I ENABLE ROW LEVEL SECURITY', t);
+		EXECUTE pg_catalog.format(
+			'CREATE POLICY %I ON idem_gate.%I AS %s USING (idem_gate.workflow_visible(workflow)) WITH CHECK (idem_gate.workflow_visible(workflow))',
+			t OPERATOR(pg_catalog.||) '_by_workflow', t,
+			CASE WHEN theirs IS NULL THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END);
+		IF theirs IS NOT NULL THEN
+			PERFORM pg_catalog.set_config('client_min_messages', 'notice', true);
+			RAISE NOTICE 'idem_gate.% has permissive row security policies of yours (%): idem_gate''s own policy % there is restrictive, so that yours keep deciding what a role sees',
+				t, theirs, t OPERATOR(pg_catalog.||) '_by_workflow'
+				USING HINT = 'Your policies work as under 1.1; per-workflow access (idem_gate.workflow_acl) narrows what they let a role see.';
+			PERFORM pg_catalog.set_config('client_min_messages', level, true);
+		END IF;
+	END LOOP;
+END
+$$;
 
 /*
  * Delegated administration: grant_workflow() and revoke_workflow() act as
