@@ -141,6 +141,13 @@ waits_instead_of_answering($primary,
 	"SELECT outcome FROM idem_claim_ex('bulk-1', 'charge', NULL, NULL, 'runN')",
 	'a duplicate of its first key');
 
+# answers wait only when needed: the primary now holds WAL the standby
+# lacks, but a duplicate of a row the standby has answers at once
+($ret, $stdout, $stderr) = $primary->psql('postgres',
+	"SET statement_timeout = '1500ms'; SELECT outcome FROM idem_claim_ex('done-1', 'charge')");
+is($stdout, 'completed',
+	'with the standby away, a duplicate of a row it already has answers at once');
+
 # a retried completion and a needs_review answer, from rows written while
 # the standby is away
 committed_locally_only($primary,
