@@ -71,6 +71,24 @@ SELECT result FROM idem_status('r_e', 'r_eq');
 SELECT count(*) AS watermarks FROM idem_gate.janitor_watermarks WHERE workflow = 'r_eq';
 DELETE FROM idem_gate.policies WHERE workflow = 'r_eq';
 
+-- a prepared transaction: its writes may be older than the start of any
+-- transaction the janitor can see, so no watermark moves until it ends
+-- (the receipts older than the retention are still cleared)
+SELECT outcome FROM idem_claim_ex('r_p', 'r_prep');
+SELECT idem_complete('r_p', 'r_prep', (SELECT token FROM idem_status('r_p', 'r_prep')), '{"prep": 1}');
+SELECT backdate('r_prep', '3 hours');
+BEGIN;
+SELECT outcome FROM idem_claim_ex('r_p2', 'r_prep_other');
+PREPARE TRANSACTION 'idem_gate_receipts';
+SET idem_gate.receipt_retention = '2h';
+SELECT deleted FROM idem_gate.janitor_run();
+SELECT result FROM idem_status('r_p', 'r_prep');
+SELECT count(*) AS watermarks FROM idem_gate.janitor_watermarks WHERE workflow = 'r_prep';
+COMMIT PREPARED 'idem_gate_receipts';
+SELECT deleted FROM idem_gate.janitor_run();
+SELECT count(*) AS watermarks FROM idem_gate.janitor_watermarks WHERE workflow = 'r_prep';
+RESET idem_gate.receipt_retention;
+
 -- escalations are recorded in the audit trail
 SELECT outcome FROM idem_claim_ex('r_stuck', 'r_esc', NULL, NULL, 'run-9');
 SELECT backdate('r_esc', '1 hour');
