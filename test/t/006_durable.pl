@@ -101,6 +101,22 @@ is($stdout, 'completed', 'with the standby caught up a duplicate answers at once
 	"SET statement_timeout = '1500ms'; SELECT outcome, token FROM idem_claim_ex('fresh-1', 'charge', '1 hour', NULL, 'runF')");
 is($stdout, "new|" . ($tok + 1), 'and a re-entry of its owner too');
 
+# synchronous_commit = remote_apply: the gate raises a weaker setting to on
+# for a commit that wrote claims, and never lowers this one, so a claim
+# returns only once the standby shows its row, even while replay lags
+$standby->append_conf('postgresql.conf', "recovery_min_apply_delay = '2s'");
+$standby->reload;
+$primary->safe_psql('postgres', 'ALTER SYSTEM SET synchronous_commit = remote_apply');
+$primary->reload;
+$primary->safe_psql('postgres', "SELECT idem_claim('applied-1', 'charge')");
+is($standby->safe_psql('postgres', "SELECT count(*) FROM idem_gate.claims WHERE key = 'applied-1'"),
+	'1', 'under remote_apply a claim returns once the standby shows its row');
+$primary->safe_psql('postgres', 'ALTER SYSTEM RESET synchronous_commit');
+$primary->reload;
+$standby->append_conf('postgresql.conf', 'recovery_min_apply_delay = 0');
+$standby->reload;
+$primary->wait_for_catchup('s1');
+
 # claims whose completion and failure come while the standby is away
 my $tok2 = $primary->safe_psql('postgres',
 	"SELECT token FROM idem_claim_ex('order-2', 'charge', '1 hour', NULL, 'runC')");
