@@ -3,14 +3,20 @@
 
 src/README.md's "Layers" table lists idem_gate's layers from the top (the
 entry point) down (the base, the JCS toolkit), and the files of each.  This
-reads every quoted #include of src/*.c and src/*.h and prints:
+reads two kinds of arrow between the files of src/: every quoted #include,
+and every use of a function or variable that another file defines (a call
+arrow from the user to the file that defines the name, read as text: the
+definitions are the names that open a line with "(" after a return type
+line that is not static, and the ig_/idem_ variables defined at file
+scope).  It prints:
 
   - every file of src/ that the table does not place (a newcomer would not
     find it), and every file the table names that does not exist;
-  - every arrow that runs back up (a file including the header of a layer
-    above its own), and every circle between files (x.c and x.h counted as
-    one unit);
-  - the counts, last: "files N, arrows N, upward N, circles N".
+  - every arrow that runs back up (a file including the header of, or using
+    a name defined by, a layer above its own), and every circle between
+    files (x.c and x.h counted as one unit);
+  - the counts, last: "files N, arrows N (includes N, calls N), upward N,
+    circles N".
 
 Exits non-zero when a file is unplaced or missing, when there is a circle,
 or when more than --max-up arrows (default 1) run back up, the goal the
@@ -59,6 +65,54 @@ def read_layers(readme):
     return layers
 
 
+def code_only(text):
+    """The text with comments, string and character literals blanked."""
+    return re.sub(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'',
+                  lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+
+
+def definitions(text):
+    """The names a .c file defines for other files: functions whose return
+    type line is not static, and ig_/idem_ variables at file scope."""
+    names = set()
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"([A-Za-z_]\w*)\(", line)
+        # not a macro's use (PG_FUNCTION_INFO_V1(...);), nor what the
+        # server calls by name (_PG_init, which compat.h declares for 15)
+        if (m and i > 0 and lines[i - 1].strip() and not line.rstrip().endswith(";") and
+                not m.group(1).startswith("_PG_") and
+                not lines[i - 1].startswith(("static", "#", " ", "\t"))):
+            names.add(m.group(1))
+            continue
+        m = re.match(r"(?!static\b|extern\b|typedef\b|#)[A-Za-z_][\w \t*]*?\b((?:ig|idem)_\w+)\s*(?:=|;|\[)", line)
+        if m and "(" not in line.split("=")[0]:
+            names.add(m.group(1))
+    return names
+
+
+def call_arrows(src, present):
+    """(user, definer) for every name a file uses that another unit's .c
+    defines."""
+    texts = {f: code_only(open(os.path.join(src, f), encoding="utf-8", errors="replace").read())
+             for f in present}
+    owner = {}
+    for f in present:
+        if f.endswith(".c"):
+            for name in definitions(texts[f]):
+                owner[name] = f
+    if not owner:
+        return set()
+    pat = re.compile(r"\b(" + "|".join(sorted(map(re.escape, owner), key=len, reverse=True)) + r")\b")
+    arrows = set()
+    for f in present:
+        for name in set(pat.findall(texts[f])):
+            d = owner[name]
+            if units_of(d) != units_of(f):
+                arrows.add((f, d))
+    return arrows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--src", default=os.path.join(os.path.dirname(__file__), "..", "src"))
@@ -89,10 +143,19 @@ def main():
             if m and m.group(1) in present and m.group(1) != f:
                 arrows.add((f, m.group(1)))
 
+    includes = len(arrows)
+    calls = call_arrows(src, present)
+    kinds = {}
+    for a in arrows:
+        kinds[a] = "includes"
+    for a in calls:
+        kinds[a] = kinds.get(a, "") and "includes and uses" or "uses a name of"
+    arrows |= calls
+
     upward = 0
     for a, b in sorted(arrows):
         if a in rank and b in rank and rank[b][0] < rank[a][0]:
-            print(f"upward: src/{a} ({rank[a][1]}) includes src/{b} ({rank[b][1]})")
+            print(f"upward: src/{a} ({rank[a][1]}) {kinds[(a, b)]} src/{b} ({rank[b][1]})")
             upward += 1
 
     # circles between units: strongly connected components of two or more
@@ -132,7 +195,8 @@ def main():
     for c in comps:
         print("circle: " + " -> ".join(c))
 
-    print(f"files {len(present)}, arrows {len(arrows)}, upward {upward}, circles {len(comps)}")
+    print(f"files {len(present)}, arrows {len(arrows)} (includes {includes}, calls {len(calls)}), "
+          f"upward {upward}, circles {len(comps)}")
     if bad or comps or upward > args.max_up:
         sys.exit(1)
 

@@ -4,7 +4,7 @@
 # heading of its file (test/ops/check_links.py); the README stays short
 # (under 15 KB) and keeps the blocks that other suites run as written;
 # src/ keeps to the layers src/README.md declares (scripts/layers.py: every
-# file placed, no circle, at most one include running back up).  Reads only the repository; needs python3.  Ends with one line
+# file placed, no circle, at most one include or call running back up).  Reads only the repository; needs python3.  Ends with one line
 # "N passed, N failed".
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,6 +46,21 @@ else
 	echo "$out" | sed 's/^/# /'
 	notok "src/ keeps to its layers"
 fi
+
+# the check sees a call back up that no #include shows: a base file that
+# uses a function of the claim layer, declared by hand
+probe=$(mktemp -d)
+cp "$ROOT"/src/*.c "$ROOT"/src/*.h "$ROOT"/src/README.md "$probe"/
+printf '\nextern void ig_claim_init(void);\nstatic void layers_probe(void) { ig_claim_init(); }\n' >> "$probe/base.c"
+if out=$(python3 "$ROOT/scripts/layers.py" --src "$probe" 2>&1); then
+	notok "the layers check refuses a call back up"
+elif echo "$out" | grep -q '^upward: src/base.c (base) uses a name of src/claim.c (claim)$'; then
+	ok "the layers check refuses a call back up"
+else
+	echo "$out" | sed 's/^/# /'
+	notok "the layers check refuses a call back up"
+fi
+rm -rf "$probe"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
