@@ -197,23 +197,25 @@ ROLLBACK;
 
 -- privileges the owner of the functions lacks
 CREATE ROLE regress_matrix_owner;
+-- give_to(role): the role owns the gate's functions that the script calls
+CREATE FUNCTION matrix_give_to(r text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE format('ALTER FUNCTION idem_claim_ex(text, text, interval, text, text) OWNER TO %I', r);
+	EXECUTE format('ALTER FUNCTION idem_claim(text, text, interval) OWNER TO %I', r);
+	EXECUTE format('ALTER FUNCTION idem_complete(text, text, bigint, jsonb) OWNER TO %I', r);
+	EXECUTE format('ALTER FUNCTION idem_fail(text, text, bigint, text, boolean) OWNER TO %I', r);
+END $$;
 GRANT USAGE ON SCHEMA idem_gate TO regress_matrix_owner;
 BEGIN;
 DELETE FROM idem_gate.claims;
-ALTER FUNCTION idem_claim_ex(text, text, interval, text, text) OWNER TO regress_matrix_owner;
-ALTER FUNCTION idem_claim(text, text, interval) OWNER TO regress_matrix_owner;
-ALTER FUNCTION idem_complete(text, text, bigint, jsonb) OWNER TO regress_matrix_owner;
-ALTER FUNCTION idem_fail(text, text, bigint, text, boolean) OWNER TO regress_matrix_owner;
+SELECT matrix_give_to('regress_matrix_owner');
 GRANT SELECT ON idem_gate.claims TO regress_matrix_owner;
 GRANT USAGE ON SEQUENCE idem_gate.token_seq TO regress_matrix_owner;
 SELECT * FROM matrix_compare('the owner may read but not write');
 ROLLBACK;
 BEGIN;
 DELETE FROM idem_gate.claims;
-ALTER FUNCTION idem_claim_ex(text, text, interval, text, text) OWNER TO regress_matrix_owner;
-ALTER FUNCTION idem_claim(text, text, interval) OWNER TO regress_matrix_owner;
-ALTER FUNCTION idem_complete(text, text, bigint, jsonb) OWNER TO regress_matrix_owner;
-ALTER FUNCTION idem_fail(text, text, bigint, text, boolean) OWNER TO regress_matrix_owner;
+SELECT matrix_give_to('regress_matrix_owner');
 GRANT INSERT, UPDATE ON idem_gate.claims TO regress_matrix_owner;
 GRANT USAGE ON SEQUENCE idem_gate.token_seq TO regress_matrix_owner;
 SELECT * FROM matrix_compare('the owner may write but not read');
@@ -223,10 +225,7 @@ ROLLBACK;
 -- reads inside a call, whose caller's grants are checked, see every row
 BEGIN;
 DELETE FROM idem_gate.claims;
-ALTER FUNCTION idem_claim_ex(text, text, interval, text, text) OWNER TO regress_matrix_owner;
-ALTER FUNCTION idem_claim(text, text, interval) OWNER TO regress_matrix_owner;
-ALTER FUNCTION idem_complete(text, text, bigint, jsonb) OWNER TO regress_matrix_owner;
-ALTER FUNCTION idem_fail(text, text, bigint, text, boolean) OWNER TO regress_matrix_owner;
+SELECT matrix_give_to('regress_matrix_owner');
 GRANT SELECT, INSERT, UPDATE ON idem_gate.claims TO regress_matrix_owner;
 GRANT USAGE ON SEQUENCE idem_gate.token_seq TO regress_matrix_owner;
 SET LOCAL idem_gate.workflow_acl = on;
@@ -235,5 +234,6 @@ ROLLBACK;
 DROP OWNED BY regress_matrix_owner;
 DROP ROLE regress_matrix_owner;
 
+DROP FUNCTION matrix_give_to(text);
 DROP FUNCTION matrix_touch(), matrix_truncate(), matrix_compare(text),
 	matrix_rows(text), matrix_run(text);
