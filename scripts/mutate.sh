@@ -32,7 +32,7 @@
 #                  installation must have Citus or its source at hand, for
 #                  the mutants of src/citus.c), "all" (scripts/test.sh on
 #                  PG_CONFIG's major: every suite, about 8 minutes a
-#                  mutant; ports 55432 and 56801-56810), or any shell
+#                  mutant; ports 55432 and 26801-26810), or any shell
 #                  command, run in the copy's root with PG_CONFIG exported
 #                  and its bindir first on PATH; it must exit non-zero when
 #                  a test fails

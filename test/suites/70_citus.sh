@@ -23,7 +23,10 @@ if [ -n "${IDEM_PG_ROOT:-}" ]; then
 fi
 export PG_CONFIG=${PG_CONFIG:-pg_config}
 export CITUS_BASE=${CITUS_BASE:-$(mktemp -d "${TMPDIR:-/tmp}/idem_citus.XXXXXX")}
-COORD=${CITUS_PORT:-56801}
+# below Linux's ephemeral range (32768-60999): a port in it can be held by
+# the local end of any outgoing connection, Citus's own among them, and the
+# node then fails to start with "Address already in use"
+COORD=${CITUS_PORT:-26801}
 W1=$((COORD + 1))
 W2=$((COORD + 2))
 SOLO=$((COORD + 3))				# a server without Citus

@@ -184,7 +184,9 @@ INSERT INTO grants SELECT :k FROM idem_claim_ex('rot_' || :k, 'rot', NULL, NULL,
 };
 close($fh);
 my ($pin, $pout, $perr) = ('', '', '');
-my $bench = IPC::Run::start([ 'pgbench', '-n', '-c', '8', '-j', '2', '-T', '25', '--max-tries=20', '-f', $script,
+# at a set rate, so that the 3000 keys are not all taken under the first
+# secret before its rotation takes effect, as a fast machine does unthrottled
+my $bench = IPC::Run::start([ 'pgbench', '-n', '-c', '8', '-j', '2', '-T', '25', '-R', '200', '--max-tries=20', '-f', $script,
 	$node->connstr('postgres') ], '<', \$pin, '>', \$pout, '2>', \$perr);
 my @lines = ("s1 $s1");
 # each rotation waits (a while) for a claim under the secret before it, so
@@ -212,7 +214,10 @@ is($node->safe_psql('postgres', q{
 	't', 'one row per granted key');
 cmp_ok($node->safe_psql('postgres', q{
 	SELECT count(DISTINCT split_part(key, ':', 1)) FROM idem_gate.claims WHERE workflow = 'rot'}),
-	'>', 1, 'claims were made under several secrets');
+	'>', 1, 'claims were made under several secrets')
+  or diag($node->safe_psql('postgres', q{
+	SELECT string_agg(s || ' ' || n, ', ') FROM (SELECT split_part(key, ':', 1) s, count(*) n
+	FROM idem_gate.claims WHERE workflow = 'rot' GROUP BY 1 ORDER BY 1) d}));
 
 $node->stop;
 done_testing();
