@@ -386,6 +386,13 @@ def attempt(conn, cell, direct):
     try:
         if not direct:
             cur.execute("SET LOCAL idem_gate.direct_writes = off")
+        if cell.kind != "none":
+            # the lock attaching the code takes, before any fixture: the
+            # background janitor works in this database too, and a
+            # fixture's SHARE lock (sync_token_seq) followed by the
+            # ALTER's ACCESS EXCLUSIVE can deadlock with its pass, which
+            # reads the table before it deletes
+            cur.execute("LOCK TABLE idem_gate.%s IN ACCESS EXCLUSIVE MODE" % cell.table)
         if cell.ep["fix"] == "switched":
             stmts = FIXTURES["switched"]
             run_statements(cur, stmts[:1], **fmt)
@@ -403,7 +410,7 @@ def attempt(conn, cell, direct):
             # nothing, and counts as failed (17 and 18 build an index with
             # search_path pinned: the index's code must resolve there)
             cur.execute("ROLLBACK TO SAVEPOINT attach")
-            return "not attachable", e.pgcode, []
+            return "not attachable", "%s: %s" % (e.pgcode, (e.pgerror or "").strip().splitlines()[0] if e.pgerror else ""), []
         if cell.kind == "child":
             # a child's rows share tuple ids with the extension's rows
             cur.execute("INSERT INTO public.mx_child (workflow, key, state, attempt, token, created_at,"
@@ -440,11 +447,17 @@ def attempt(conn, cell, direct):
     return answer, rows, problems
 
 
+class Unattachable(Exception):
+    """PostgreSQL refused to attach a cell's code: the cell tests nothing."""
+
+
 def judge(cell, conn):
     a1, r1, p1 = attempt(conn, cell, True)
     if a1 == "not attachable":
-        return None
+        raise Unattachable(r1)
     a2, r2, p2 = attempt(conn, cell, False)
+    if a2 == "not attachable":
+        raise Unattachable(r2)
     problems = p1 + [p for p in p2 if p not in p1]
     if (a1, r1) != (a2, r2):
         problems.append("the direct path answered %s with rows %s, SQL %s with rows %s" % (a1, r1, a2, r2))
@@ -696,27 +709,29 @@ def main():
 
     passed = failed = 0
     count = 0
-    unattachable = set()
+    unattachable = {}
     for cell in cells():
         count += 1
-        if cell.lever == "temp_objects":
-            tconn = connect(DB)
+        tconn = connect(DB) if cell.lever == "temp_objects" else conn
+        try:
             problems = judge(cell, tconn)
-            tconn.close()
-        else:
-            problems = judge(cell, conn)
-        if problems is None:
+        except Unattachable as e:
             # a cell whose code cannot be attached tests nothing
-            unattachable.add((cell.table, cell.kind))
+            unattachable.setdefault((cell.table, cell.kind), (cell, str(e)))
             failed += 1
-        elif problems:
+            continue
+        finally:
+            if tconn is not conn:
+                tconn.close()
+        if problems:
             failed += 1
             print("not ok - %s: %s" % (cell, "; ".join(problems)))
         else:
             passed += 1
     print("# %d cells of actor x lever x entry point x table x kind in %.0f s" % (count, time.time() - start))
-    for table, kind in sorted(unattachable):
-        print("not ok - PostgreSQL refuses to attach %s to idem_gate.%s here: its cells test nothing" % (kind, table))
+    for (table, kind), (cell, why) in sorted(unattachable.items()):
+        print("not ok - PostgreSQL refuses to attach %s to idem_gate.%s here (first: %s, %s):"
+              " its cells test nothing" % (kind, table, cell, why))
 
     t1 = time.time()
     others = listen_cells(conn) + script_cells(su)
