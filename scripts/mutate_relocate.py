@@ -82,12 +82,10 @@ def similar(a, b):
 def relocate(O, osrc, N, npool, nsrc, mu):
     """The newer tree's candidate for mutant mu, how it was found, and its line."""
     code, at, above = O["line_and_column"](osrc[mu["file"]], mu["offset"])
-    same = [c for c in npool if c["orig"] == mu["orig"] and c["repl"] == mu["repl"]]
-    hits = []
-    for c in same:
-        c_code, c_at, _ = N["line_and_column"](nsrc[c["file"]], c["offset"])
-        if c_code == code and c_at == at:
-            hits.append(c)
+    # the same change in the newer tree, each with its line, column and the line above
+    same = [(c,) + tuple(N["line_and_column"](nsrc[c["file"]], c["offset"]))
+            for c in npool if c["orig"] == mu["orig"] and c["repl"] == mu["repl"]]
+    hits = [c for c, c_code, c_at, _ in same if c_code == code and c_at == at]
     if len(hits) == 1:
         return hits[0], "same line", code
     if len(hits) > 1:
@@ -96,8 +94,7 @@ def relocate(O, osrc, N, npool, nsrc, mu):
         return ranked[0], "same line, %d alike: nearest context" % len(hits), code
     pre, post = code[:at], code[at + len(mu["orig"]):]
     best = []
-    for c in same:
-        c_code, c_at, c_above = N["line_and_column"](nsrc[c["file"]], c["offset"])
+    for c, c_code, c_at, c_above in same:
         score = (min(similar(pre, c_code[:c_at]), similar(post, c_code[c_at + len(c["orig"]):]))
                  + 0.2 * similar(above, c_above))
         best.append((score, c, c_code))
