@@ -3,17 +3,18 @@
 # Released install scripts are frozen as committed: idem_gate--1.0.sql,
 # and the parts of 1.1 in src/sql/1.1/.  Each later version is the one
 # before it plus an upgrade assembled from src/sql/<version>/*.sql in name
-# order (one part per concern): idem_gate--1.0--1.1.sql and
-# idem_gate--1.1--1.2.sql.  A fresh install runs exactly the same
-# statements (idem_gate--1.2.sql = 1.1 + the upgrade to 1.2), so a fresh
-# and an updated database have the same catalog.
+# order (one part per concern): idem_gate--1.0--1.1.sql,
+# idem_gate--1.1--1.2.sql and idem_gate--1.2--1.3.sql.  A fresh install
+# runs exactly the same statements (idem_gate--1.3.sql = 1.2 + the upgrade
+# to 1.3), so a fresh and an updated database have the same catalog.
 
 EXTENSION = idem_gate
 MODULE_big = idem_gate
 OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 DATA = idem_gate--1.0.sql
 DATA_built = idem_gate--1.1.sql idem_gate--1.0--1.1.sql \
-	idem_gate--1.2.sql idem_gate--1.1--1.2.sql
+	idem_gate--1.2.sql idem_gate--1.1--1.2.sql \
+	idem_gate--1.3.sql idem_gate--1.2--1.3.sql
 # The library's version, for PG_MODULE_MAGIC_EXT on 18: the control file's.
 IG_VERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/idem_gate.control)
 PG_CPPFLAGS = -I$(srcdir)/src -DIG_VERSION='"$(IG_VERSION)"'
@@ -56,6 +57,12 @@ idem_gate--1.1--1.2.sql: $(sort $(wildcard src/sql/1.2/*.sql))
 	cat $^ > $@
 
 idem_gate--1.2.sql: idem_gate--1.1.sql idem_gate--1.1--1.2.sql
+	cat $^ > $@
+
+idem_gate--1.2--1.3.sql: $(sort $(wildcard src/sql/1.3/*.sql))
+	cat $^ > $@
+
+idem_gate--1.3.sql: idem_gate--1.2.sql idem_gate--1.2--1.3.sql
 	cat $^ > $@
 
 # Every object depends on every header of src/: a changed struct rebuilds all.

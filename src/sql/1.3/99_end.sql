@@ -1,0 +1,1 @@
+/* The end of the update to 1.3. */
