@@ -28,7 +28,9 @@ database and role settings in the worker cells.  Cells for LISTEN, the
 extension scripts and the grant rules come after.
 
 A new table, entry point, kind or lever is covered by adding one entry to
-TABLES, ENTRY_POINTS, KINDS or LEVERS.
+TABLES, ENTRY_POINTS, KINDS or LEVERS.  The levers of 1.3 (session state,
+primed caches, leaky functions, role members, held rows, commit paths) are
+generated the same way in levers13.py, from its own tables.
 
     PGHOST=... PGPORT=... PGUSER=postgres /usr/bin/python3 test/security/matrix.py [--quick]
 
@@ -44,6 +46,8 @@ import time
 
 import psycopg2
 import psycopg2.extensions
+
+import levers13
 
 DB = os.environ.get("IDEM_MATRIX_DB", "idem_matrix")
 QUICK = "--quick" in sys.argv
@@ -729,21 +733,28 @@ def main():
 
     t1 = time.time()
     others = listen_cells(conn) + script_cells(su)
+    print("# %d cells of LISTEN and the extension scripts in %.0f s" % (len(others), time.time() - t1))
+    t1 = time.time()
+    new = levers13.cells(su, DB, sys.modules[__name__], QUICK)
+    others += new
+    print("# %d cells of the 1.3 levers in %.0f s" % (len(new), time.time() - t1))
+    t1 = time.time()
     if not QUICK:
         c.execute("ALTER SYSTEM SET idem_gate.naptime = 1")
         c.execute("SELECT pg_reload_conf()")
         try:
-            others += worker_cells(su)
+            worker = worker_cells(su)
         finally:
             c.execute("ALTER SYSTEM RESET idem_gate.naptime")
             c.execute("SELECT pg_reload_conf()")
+        others += worker
+        print("# %d cells of the background janitor in %.0f s" % (len(worker), time.time() - t1))
     for name, problems in others:
         if problems:
             failed += 1
             print("not ok - %s: %s" % (name, "; ".join(problems)))
         else:
             passed += 1
-    print("# %d cells of the worker, LISTEN and the extension scripts in %.0f s" % (len(others), time.time() - t1))
 
     conn.close()
     c.execute("DROP DATABASE IF EXISTS %s WITH (FORCE)" % DB)
