@@ -502,6 +502,122 @@ def member_cells(db, su):
     return results
 
 
+# -- 6. every commit path ---------------------------------------------------
+
+# How a claim is made: its statement, one (key, outcome, token) per row.
+CLAIM_KINDS = {
+    "idem_claim_ex": "SELECT '{k}', outcome::text, token FROM idem_claim_ex('{k}', 'mx13_own')",
+    "idem_claim_many": "SELECT key, outcome::text, token FROM idem_claim_many(ARRAY['{k}', '{k}_b', '{k}'],"
+                       " 'mx13_own')",
+}
+
+# The ways its transaction ends; {claim} is the claim, {pre} a lever's
+# statements before it.  A procedure's answers come as NOTICEs.
+COMMIT_PATHS = {
+    "COMMIT": ["BEGIN", "{pre}", "{claim}", "COMMIT"],
+    "autocommit": ["{claim}"],
+    "PREPARE TRANSACTION, COMMIT PREPARED": ["BEGIN", "{pre}", "{claim}", "PREPARE TRANSACTION 'mx13_{k}'",
+                                             "COMMIT PREPARED 'mx13_{k}'"],
+    "a procedure that claims and COMMITs": ["CALL mx_client13.claim_commit('{k}', {many}, false)"],
+    "a procedure that claims, COMMITs and fails": ["!CALL mx_client13.claim_commit('{k}', {many}, true)"],
+}
+COMMIT_PRE = {
+    "none": [],
+    "a refused call in a rolled-back savepoint": ["SAVEPOINT s", "!" + REFUSED, "ROLLBACK TO SAVEPOINT s"],
+    "an EXCEPTION block that trapped a refused call":
+        ["DO $$ BEGIN PERFORM * FROM idem_status('payroll_c', 'payroll');"
+         " EXCEPTION WHEN insufficient_privilege THEN NULL; END $$"],
+}
+
+
+def commit_cells(db, su):
+    """
+    Family 6: a claim answered new and then committed, by each path, is
+    kept: the superuser sees its row with the answered token, and the same
+    key answers in_flight, then (completed with that token) completed,
+    never new again.
+    """
+    results = []
+    sc = su.cursor()
+    sc.execute("SHOW max_prepared_transactions")
+    prepared = int(sc.fetchone()[0]) > 0
+    n = 0
+    check = connect(db, "mx_client13")
+    ck = check.cursor()
+    for path, stmts in COMMIT_PATHS.items():
+        for kind, claim in CLAIM_KINDS.items():
+            for pre, pre_sql in COMMIT_PRE.items():
+                if pre != "none" and "{pre}" not in stmts:
+                    continue
+                n += 1
+                k = "mx13_commit_%d" % n
+                name = "mx_client13 / %s / %s / %s / commit paths" % (pre, kind, path)
+                if "PREPARE" in path and not prepared:
+                    results.append((name, None))
+                    continue
+                notices = collections.deque()
+                c = connect(db, "mx_client13", notices)
+                cur = c.cursor()
+                problems = []
+                answers = []
+                for s in stmts:
+                    if s == "{pre}":
+                        problems += run_all(cur, pre_sql)
+                        continue
+                    s = s.format(claim=claim, k=k, many="true" if kind == "idem_claim_many" else "false")
+                    r = attempt(cur, s.lstrip("!").format(k=k))
+                    if s.startswith("!"):
+                        if r[0] != "error" or r[1] != "P0001":
+                            problems.append("the procedure did not fail as written: %s" % str(r)[:200])
+                    elif r[0] == "error":
+                        problems.append("%s was refused: %s %s" % (s.split()[0], r[1], r[2]))
+                        break
+                    elif s.startswith("SELECT"):
+                        answers += r[1]
+                for note in notices:
+                    m = re.search(r"mx13 answer (\S+) (\S+) (\S+)", note)
+                    if m:
+                        answers.append((m.group(1), m.group(2), int(m.group(3)) if m.group(3) != "<NULL>" else None))
+                if cur.connection.get_transaction_status() != psycopg2.extensions.TRANSACTION_STATUS_IDLE:
+                    cur.execute("ROLLBACK")
+                sc.execute("SELECT gid FROM pg_prepared_xacts WHERE gid = %s", ("mx13_" + k,))
+                if sc.fetchone():
+                    sc.execute("ROLLBACK PREPARED 'mx13_%s'" % k)
+                    problems.append("a prepared transaction was left")
+                c.close()
+                problems += judge_commit(sc, ck, answers, k)
+                problems += gained(sc, "mx_client13")
+                results.append((name, problems))
+    check.close()
+    return results
+
+
+def judge_commit(sc, ck, answers, k):
+    bad = []
+    new = {}
+    for key, outcome, token in answers:
+        if outcome == "new" and key not in new:
+            new[key] = token
+    if k not in new:
+        return ["the claim was not answered new: %s" % answers]
+    for key, token in sorted(new.items()):
+        sc.execute("SELECT state::text, token FROM ONLY idem_gate.claims WHERE workflow = 'mx13_own' AND key = %s",
+                   (key,))
+        row = sc.fetchone()
+        if row != ("processing", token):
+            bad.append("the acknowledged claim %s is %s, not processing with token %s" % (key, row, token))
+            continue
+        for step, want in [("SELECT outcome::text FROM idem_claim_ex('%s', 'mx13_own')" % key, "in_flight"),
+                           ("SELECT idem_complete('%s', 'mx13_own', %d, '{\"ok\": 1}')::text" % (key, token), "true"),
+                           ("SELECT outcome::text FROM idem_claim_ex('%s', 'mx13_own')" % key, "completed")]:
+            r = attempt(ck, step)
+            got = r[1][0][0] if r[0] == "rows" and r[1] else r
+            if got != want:
+                bad.append("%s answered %s after the commit, not %s" % (key, got, want))
+                break
+    return bad
+
+
 def cells(su, dbprefix, matrix, quick):
     """
     Every family but the background janitor's (worker_lock_cells(), run
@@ -522,6 +638,7 @@ def cells(su, dbprefix, matrix, quick):
         ("session state", lambda: session_cells(db, c)),
         ("leaky functions", lambda: leak_cells(db, c)),
         ("role members", lambda: member_cells(db, c)),
+        ("commit paths", lambda: commit_cells(db, c)),
     ]
     try:
         for name, family in families:
