@@ -618,6 +618,204 @@ def judge_commit(sc, ck, answers, k):
     return bad
 
 
+# -- 2. caches a caller primes ----------------------------------------------
+
+# Attached code whose function is an inlinable SQL function calling
+# split_part without a schema (audit defect 08): PostgreSQL inlines it
+# into the expression a backend caches (the relcache for an index, the
+# typcache for a domain) under the search_path of whoever first plans it.
+CACHED_SETUP = r"""
+CREATE FUNCTION public.key_prefix(k text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT split_part(k, '_', 1) $$;
+-- the same careless name, an operator this time
+CREATE FUNCTION public.key_tail(k text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT k || '_' $$;
+-- the careless function one call down: inlining recurses
+CREATE FUNCTION public.key_outer(k text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT public.key_prefix(k) $$;
+CREATE DOMAIN public.mx_kdom AS text CHECK (public.key_prefix(coalesce(VALUE, 'domain_x')) IS NOT NULL);
+CREATE DOMAIN public.mx_kdom2 AS text CHECK (public.key_outer(coalesce(VALUE, 'domain_x')) IS NOT NULL);
+"""
+# kind: (attach, detach, the name a refusal must give, the functions it may
+# name).  The first three get every priming; the others, variations on the
+# way the careless name is reached, get the primed cache only.
+CACHED_KINDS = {
+    "inlined SQL function in an index expression":
+        (["CREATE INDEX mx_kie_{t} ON idem_gate.{t} ((public.key_prefix({c}::text)))"],
+         ["DROP INDEX idem_gate.mx_kie_{t}"], "mx_kie_", ["key_prefix"]),
+    "inlined SQL function in an index predicate":
+        (["CREATE INDEX mx_kip_{t} ON idem_gate.{t} ({c}) WHERE public.key_prefix({c}::text) IS NOT NULL"],
+         ["DROP INDEX idem_gate.mx_kip_{t}"], "mx_kip_", ["key_prefix"]),
+    "inlined SQL function in a domain CHECK":
+        (["ALTER TABLE idem_gate.{t} ADD COLUMN mx_kcol public.mx_kdom"],
+         ["ALTER TABLE idem_gate.{t} DROP COLUMN mx_kcol"], "mx_kdom", ["key_prefix"]),
+    "inlined SQL function with an operator without a schema, in an index expression":
+        (["CREATE INDEX mx_kio_{t} ON idem_gate.{t} ((public.key_tail({c}::text)))"],
+         ["DROP INDEX idem_gate.mx_kio_{t}"], "mx_kio_", ["key_tail"]),
+    "nested inlined SQL functions in an index expression":
+        (["CREATE INDEX mx_kin_{t} ON idem_gate.{t} ((public.key_outer({c}::text)))"],
+         ["DROP INDEX idem_gate.mx_kin_{t}"], "mx_kin_", ["key_outer", "key_prefix"]),
+    "nested inlined SQL functions in a domain CHECK":
+        (["ALTER TABLE idem_gate.{t} ADD COLUMN mx_kcol2 public.mx_kdom2"],
+         ["ALTER TABLE idem_gate.{t} DROP COLUMN mx_kcol2"], "mx_kdom2", ["key_outer", "key_prefix"]),
+}
+
+# The actor's split_part and ||: IMMUTABLE, so that PostgreSQL inlines
+# the DBA's function into a call of them; their work is done by a
+# volatile function, which says in a NOTICE who ran it (a NOTICE survives
+# the rollback of a failed call) and names no operator itself.
+CACHED_ACTOR = r"""
+CREATE SCHEMA mx13_{a} AUTHORIZATION mx_{a};
+SET ROLE mx_{a};
+CREATE FUNCTION mx13_{a}.mx_lever(what text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE NOTICE 'mx13 code ran as %', current_user;
+    INSERT INTO public.mx_pwned VALUES (current_user, pg_catalog.concat('cached ', what));
+    BEGIN EXECUTE 'ALTER ROLE mx_{a} SUPERUSER'; EXCEPTION WHEN OTHERS THEN NULL; END;
+    RETURN what;
+END $$;
+CREATE FUNCTION mx13_{a}.split_part(what text, sep text, n integer) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT mx13_{a}.mx_lever(what) $$;
+CREATE FUNCTION mx13_{a}.mx_cat(a text, b text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT mx13_{a}.mx_lever(a) $$;
+CREATE OPERATOR mx13_{a}.|| (LEFTARG = text, RIGHTARG = text, FUNCTION = mx13_{a}.mx_cat);
+RESET ROLE;
+"""
+
+# How the actor primes its backend's caches before the call: it plans a
+# query on every extension table (refused at execution for lack of
+# privilege or not: planning loads the indexes' expressions) and casts to
+# the domain, under a path that lists its schema first.
+PRIMINGS = {
+    "caches primed": ["SET LOCAL search_path = mx13_{a}, pg_catalog, public", "{prime}"],
+    "caches primed in a rolled-back savepoint": ["SET LOCAL search_path = mx13_{a}, pg_catalog, public",
+                                                 "SAVEPOINT p", "{prime}", "ROLLBACK TO SAVEPOINT p"],
+    "path only, nothing primed": ["SET LOCAL search_path = mx13_{a}, pg_catalog, public"],
+}
+
+# The entry points that write the tables the code is attached to (their
+# fixtures and calls are matrix.py's)
+CACHED_ENTRY_POINTS = ["idem_claim", "idem_claim_ex retry", "idem_claim_many", "idem_heartbeat",
+                       "idem_complete", "idem_fail", "idem_resolve", "idem_release", "janitor_run",
+                       "grant_workflow", "revoke_workflow"]
+
+
+def cached_cells(su, dbname, matrix, quick):
+    """
+    Family 2: a DBA attaches code of one kind to every extension table,
+    committed; the actor, in a fresh backend, primes its caches under its
+    own path and calls an entry point that writes those tables.  On 1.2 the
+    owner ran the caller's split_part.  1.3 refuses the write (55000, naming
+    the index or domain and the function); never a right gained.
+    """
+    results = []
+    sc = su.cursor()
+    # no background pass: it would do the fixtures' janitor work, and
+    # janitor_run() would then have nothing to write
+    c = fresh_db(sc, dbname, "mx_db_owner", extension=False, quiet=True)
+    cur = c.cursor()
+    cur.execute(matrix.DB_SETUP)
+    cur.execute("GRANT SELECT ON public.mx_pwned TO PUBLIC")
+    for a in ("client", "operator"):
+        cur.execute(CACHED_ACTOR.format(a=a))
+    cur.execute(CACHED_SETUP)
+    eps = [ep for ep in matrix.ENTRY_POINTS if ep["name"] in CACHED_ENTRY_POINTS]
+    # the fixtures, made before any code is attached (1.3 refuses the
+    # writes that make them afterwards); every call is rolled back
+    toks = {}
+    for i, ep in enumerate(eps):
+        k = "k13c%d" % i
+        last = None
+        for st in matrix.FIXTURES[ep["fix"]]:
+            if st.startswith("SET LOCAL"):
+                continue
+            cur.execute(st.format(k=k))
+            if cur.description is not None:
+                last = cur.fetchall()
+        toks[ep["name"]] = str(last[0][0]) if ep["fix"] in ("processing",) and last else "NULL"
+    # LIMIT 0: planned (which loads the indexes' expressions), no row read
+    prime = ["SELECT 1 FROM idem_gate.%s WHERE public.key_prefix(%s::text) IS NOT NULL LIMIT 0" % (t, col)
+             for t, col in matrix.TABLES.items()]
+    prime += ["SELECT 'x_y'::public.mx_kdom", "SELECT NULL::public.mx_kdom", "SELECT 'x_y'::public.mx_kdom2"]
+    kinds = list(CACHED_KINDS)[:1] if quick else list(CACHED_KINDS)
+    for kind in kinds:
+        attach, detach, named, functions = CACHED_KINDS[kind]
+        for t, col in matrix.TABLES.items():
+            for st in attach:
+                cur.execute(st.format(t=t, c=col))
+        for priming, pstmts in PRIMINGS.items():
+            if priming != "caches primed" and (quick or kind not in list(CACHED_KINDS)[:3]):
+                continue
+            for i, ep in enumerate(eps):
+                a = "client" if ep["who"] == "client" else "operator"
+                role = "mx_" + a
+                k = "k13c%d" % i
+                notices = collections.deque()
+                ac = connect(dbname, role, notices)
+                acur = ac.cursor()
+                acur.execute("BEGIN")
+                problems = []
+                for st in pstmts:
+                    if st == "{prime}":
+                        for p in prime:
+                            # refused or not, each in its own savepoint
+                            acur.execute("SAVEPOINT q")
+                            if attempt(acur, p)[0] == "error":
+                                acur.execute("ROLLBACK TO SAVEPOINT q")
+                            else:
+                                acur.execute("RELEASE SAVEPOINT q")
+                    else:
+                        acur.execute(st.format(a=a))
+                acur.execute("SAVEPOINT call")
+                notices.clear()		# the actor's own split_part ran while it primed
+                r = attempt(acur, ep["sql"].format(k=k, tok=toks[ep["name"]]))
+                if r[0] == "error":
+                    acur.execute("ROLLBACK TO SAVEPOINT call")
+                    if r[1] == "55000" and ep["expect"] != "55000":
+                        if named not in r[2] or not any(f in r[2] for f in functions):
+                            problems.append("refused without naming the %s and the function: %s" % (
+                                "domain" if "domain" in kind else "index", r[2]))
+                    elif r[1] != ep["expect"]:
+                        problems.append("refused with %s, not 55000: %s" % (r[1], r[2]))
+                # in the call's transaction: a right gained and then rolled
+                # back is gained all the same
+                acur.execute("SELECT r.rolsuper, pg_has_role(r.oid, e.extowner, 'MEMBER')"
+                             " FROM pg_roles r, pg_extension e WHERE r.rolname = current_user"
+                             " AND e.extname = 'idem_gate'")
+                sup, member = acur.fetchone()
+                if sup:
+                    problems.append("%s became superuser" % role)
+                if member:
+                    problems.append("%s is a member of the extension's owner" % role)
+                ran = sorted({n.strip() for n in notices if "mx13 code ran as" in n and role not in n})
+                if ran:
+                    problems.append("the actor's split_part ran as another role: %s" % "; ".join(ran))
+                acur.execute("ROLLBACK")
+                ac.close()
+                problems += gained(sc_db(dbname), role)
+                results.append(("%s / %s / %s / every table / %s" % (a, priming, ep["name"], kind), problems))
+        for t, col in matrix.TABLES.items():
+            for st in detach:
+                cur.execute(st.format(t=t, c=col))
+    c.close()
+    sc.execute("DROP DATABASE %s WITH (FORCE)" % dbname)
+    return results
+
+
+_sc_cache = {}
+
+
+def sc_db(dbname):
+    """A superuser cursor in dbname (kept for the family's cells)."""
+    if dbname not in _sc_cache or _sc_cache[dbname].connection.closed:
+        _sc_cache[dbname] = connect(dbname).cursor()
+    return _sc_cache[dbname]
+
+
+def close_sc_cache():
+    for cur in _sc_cache.values():
+        if not cur.connection.closed:
+            cur.connection.close()
+    _sc_cache.clear()
+
+
 def cells(su, dbprefix, matrix, quick):
     """
     Every family but the background janitor's (worker_lock_cells(), run
@@ -639,6 +837,7 @@ def cells(su, dbprefix, matrix, quick):
         ("leaky functions", lambda: leak_cells(db, c)),
         ("role members", lambda: member_cells(db, c)),
         ("commit paths", lambda: commit_cells(db, c)),
+        ("primed caches", lambda: cached_cells(su, dbprefix + "_13c", matrix, quick)),
     ]
     try:
         for name, family in families:
@@ -648,6 +847,7 @@ def cells(su, dbprefix, matrix, quick):
                   % (name, len(res), sum(1 for _, p in res if p), time.time() - t))
             results += res
     finally:
+        close_sc_cache()
         if not c.closed:
             c.close()
         sc.execute("DROP DATABASE IF EXISTS %s WITH (FORCE)" % db)
