@@ -21,6 +21,7 @@ returns None as its problems and counts as skipped.
 """
 import collections
 import re
+import threading
 import time
 
 import psycopg2
@@ -816,6 +817,295 @@ def close_sc_cache():
     _sc_cache.clear()
 
 
+# -- 5. sessions holding rows against the janitor ----------------------------
+
+# The janitor's steps: the state of the rows (made by STATE_MAKERS), how
+# old they are made, and what a processed row looks like.  The policy of
+# each cell's workflow: retention 1 hour, receipts 1 minute, stuck after
+# 10 minutes; audit rows older than an hour are pruned.
+JANITOR_STEPS = {
+    "delete completed": ("completed", "2 hours", "gone"),
+    "delete failed_retryable": ("failed", "2 hours", "gone"),
+    "clear receipts": ("completed", "2 minutes", "result IS NULL"),
+    "stuck alerts": ("processing", "1 hour", "alerted_token IS NOT NULL"),
+    "clear payloads of processing": ("processing", "2 minutes", "payload IS NULL"),
+    "clear payloads of failed_retryable": ("failed", "2 minutes", "payload IS NULL"),
+    "clear payloads of needs_review": ("review", "2 minutes", "payload IS NULL"),
+    "prune audit": ("audit", "2 hours", "gone"),
+}
+
+STATE_MAKERS = {
+    "processing": ["SELECT token FROM idem_claim_ex('{k}', '{w}', NULL, NULL, 'run-A', '{{\"p\": 1}}')"],
+    "completed": ["SELECT token FROM idem_claim_ex('{k}', '{w}', NULL, NULL, 'run-A', '{{\"p\": 1}}')",
+                  "SELECT idem_complete('{k}', '{w}', {tok}, '{{\"r\": 1}}')"],
+    "failed": ["SELECT token FROM idem_claim_ex('{k}', '{w}', NULL, NULL, 'run-A', '{{\"p\": 1}}')",
+               "SELECT idem_fail('{k}', '{w}', {tok}, 'before', true)"],
+    "review": ["SELECT token FROM idem_claim_ex('{k}', '{w}', NULL, NULL, 'run-A', '{{\"p\": 1}}')",
+               "SELECT idem_fail('{k}', '{w}', {tok}, 'after', false)"],
+    # the trail is append-only: its rows are written old
+    "audit": ["INSERT INTO idem_gate.audit (at, session_role, acting_role, action, workflow, key, token, reason)"
+              " VALUES (now() - '{age}'::interval, 'postgres', 'postgres', 'release', '{w}', '{k}', 1, 'old')"],
+}
+
+# Who holds the row, and how: a client's or operator's gate call left
+# uncommitted, a DBA's row lock.  (The client's repeated idem_complete and
+# idem_fail on a failed claim take no row lock in 1.2: nothing to hold.)
+HOLDERS = {
+    "client heartbeat": ("mx_client13", "SELECT idem_heartbeat('{k}', '{w}', {tok})", ["processing"]),
+    "client retry": ("mx_client13", "SELECT outcome FROM idem_claim_ex('{k}', '{w}', NULL, NULL, 'run-H')",
+                     ["failed"]),
+    "operator release": ("mx_oper13", "SELECT idem_release('{k}', '{w}', 'held open')",
+                         ["processing", "completed", "failed", "review"]),
+    "operator resolve": ("mx_oper13", "SELECT idem_resolve('{k}', '{w}', 'completed', '{{}}', 'held open')",
+                         ["review"]),
+    "DBA row lock": ("postgres", "SELECT 1 FROM ONLY idem_gate.audit WHERE key = '{k}' FOR UPDATE", ["audit"]),
+}
+
+JANITOR_SETUP = r"""
+GRANT USAGE ON SCHEMA idem_gate TO mx_client13, mx_oper13;
+GRANT EXECUTE ON FUNCTION idem_claim_ex(text, text, interval, text, text),
+    idem_claim_ex(text, text, interval, text, text, jsonb), idem_heartbeat(text, text, bigint),
+    idem_complete(text, text, bigint, jsonb), idem_fail(text, text, bigint, text, boolean)
+    TO mx_client13;
+GRANT EXECUTE ON FUNCTION idem_release(text, text, text), idem_resolve(text, text, text, jsonb, text),
+    idem_gate.janitor_run() TO mx_oper13;
+SELECT idem_gate.grant_workflow('mx_client13', 'mx13%');
+SELECT idem_gate.grant_workflow('mx_oper13', 'mx13%');
+"""
+
+
+def make_claim(cur, state, k, w, age):
+    tok = None
+    for st in STATE_MAKERS[state]:
+        cur.execute(st.format(k=k, w=w, age=age, tok=tok))
+        if tok is None and cur.description is not None:
+            tok = cur.fetchone()[0]
+    if state != "audit":
+        cur.execute("UPDATE ONLY idem_gate.claims SET created_at = created_at - d, claimed_at = claimed_at - d,"
+                    " updated_at = updated_at - d, completed_at = completed_at - d"
+                    " FROM (SELECT %s::interval) v(d) WHERE workflow = %s AND key = %s", (age, w, k))
+    return tok
+
+
+def processed(cur, state, done, k, w):
+    if state == "audit":
+        cur.execute("SELECT count(*) = 0 FROM ONLY idem_gate.audit WHERE key = %s", (k,))
+    elif done == "gone":
+        cur.execute("SELECT count(*) = 0 FROM ONLY idem_gate.claims WHERE workflow = %s AND key = %s", (w, k))
+    else:
+        cur.execute("SELECT count(*) = 1 FROM ONLY idem_gate.claims WHERE workflow = %%s AND key = %%s AND %s"
+                    % done, (w, k))
+    return cur.fetchone()[0]
+
+
+class Janitor(threading.Thread):
+    """idem_gate.janitor_run() in a connection of its own, lock_timeout unset."""
+
+    def __init__(self, db):
+        super().__init__(daemon=True)
+        self.conn = connect(db)
+        cur = self.conn.cursor()
+        cur.execute("SET lock_timeout = 0; SET idem_gate.audit_retention = '1h'")
+        cur.execute("SELECT pg_backend_pid()")
+        self.pid = cur.fetchone()[0]
+        self.result = None
+
+    def run(self):
+        self.result = attempt(self.conn.cursor(), "SELECT deleted, alerts FROM idem_gate.janitor_run()")
+
+
+class Victim(threading.Thread):
+    """Another claim's call, with 3 s to answer, while a row is held."""
+
+    def __init__(self, db, what, sql, want):
+        super().__init__(daemon=True)
+        self.db, self.what, self.sql, self.want = db, what, sql, want
+        self.problems = []
+
+    def run(self):
+        v = connect(self.db, "mx_client13")
+        vc = v.cursor()
+        vc.execute("SET statement_timeout = '3s'")
+        r = attempt(vc, self.sql)
+        v.close()
+        got = r[1][0][0] if r[0] == "rows" else "%s %s" % (r[1], r[2])
+        if got != self.want:
+            self.problems.append("%s of another claim answered %s" % (self.what, got))
+
+
+def watch_locks(sc, db, pids, seconds, done=lambda: False, enough=1.0):
+    """
+    Sample the lock waits for seconds (or until done(), or a wait of
+    enough seconds): the longest wait on a lock of any janitor (the given
+    backends, and the background janitors in db, or in any database), as
+    pg_locks.waitstart tells it.
+    """
+    longest = 0.0
+    end = time.time() + seconds
+    while True:
+        sc.execute("SELECT coalesce(max(extract(epoch FROM clock_timestamp() - l.waitstart)), 0)"
+                   " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+                   " WHERE NOT l.granted AND (l.pid = ANY(%s::int[]) OR (a.backend_type = 'idem_gate janitor'"
+                   " AND (%s::name IS NULL OR a.datname = %s)))", (list(pids), db, db))
+        longest = max(longest, float(sc.fetchone()[0]))
+        if longest >= enough or time.time() >= end or done():
+            return longest
+        time.sleep(0.05)
+
+
+def janitor_cells(su, dbname, quick):
+    """
+    Family 5: an open transaction holds one row each janitor step wants.
+    The janitor (janitor_run() in another connection) must not wait for
+    it, must still do the step's other rows, and a completion and a
+    takeover of other claims must not wait behind it; once the holder is
+    gone, the next pass does the held row too.  On 1.2 the deletion of
+    completed rows, receipt and payload clearing and the audit's pruning
+    waited as long as the holder stayed open.
+    """
+    results = []
+    sc = su.cursor()
+    c = fresh_db(sc, dbname)
+    cur = c.cursor()
+    cur.execute(JANITOR_SETUP)
+    n = 0
+    for step, (state, age, done) in JANITOR_STEPS.items():
+        for holder, (role, hold_sql, states) in HOLDERS.items():
+            if state not in states:
+                continue
+            n += 1
+            if quick and step not in ("clear payloads of processing", "delete completed"):
+                continue
+            w = "mx13_j%d" % n
+            problems = []
+            cur.execute("INSERT INTO idem_gate.policies (workflow, retention, failed_retention,"
+                        " receipt_retention, stuck_after) VALUES (%s, '1 hour', '1 hour', '1 minute',"
+                        " '10 minutes')", (w,))
+            held_tok = make_claim(cur, state, w + "_held", w, age)
+            make_claim(cur, state, w + "_other", w, age)
+            # other claims, to complete and to take over meanwhile
+            v1 = make_claim(cur, "processing", w + "_v1", w, "2 minutes")
+            make_claim(cur, "processing", w + "_v2", w, "1 hour")
+
+            h = connect(dbname, role)
+            hc = h.cursor()
+            hc.execute("BEGIN")
+            r = attempt(hc, hold_sql.format(k=w + "_held", w=w, tok=held_tok))
+            if r[0] == "error":
+                problems.append("the holder's call failed: %s %s" % (r[1], r[2]))
+            j = Janitor(dbname)
+            j.start()
+            waited = watch_locks(sc, dbname, [j.pid], 2.5, lambda: not j.is_alive())
+            if waited >= 1.0:
+                problems.append("the janitor waited %.1f s on a lock" % waited)
+            # both at once, each given 3 s
+            others = [Victim(dbname, what, sql, want) for what, sql, want in [
+                ("a completion", "SELECT idem_complete('%s_v1', '%s', %d, '{\"v\": 1}')::text" % (w, w, v1),
+                 "true"),
+                ("a takeover", "SELECT outcome::text FROM idem_claim_ex('%s_v2', '%s', '1 minute', NULL,"
+                               " 'run-T')" % (w, w), "stale_taken")]]
+            for v in others:
+                v.start()
+            for v in others:
+                v.join()
+                problems += v.problems
+            if j.is_alive():
+                sc.execute("SELECT pg_cancel_backend(%s)", (j.pid,))
+                j.join(10)
+                problems.append("the janitor's pass did not end while the row was held")
+            elif j.result[0] == "error":
+                problems.append("the janitor's pass failed: %s %s" % (j.result[1], j.result[2]))
+            elif not processed(cur, state, done, w + "_other", w):
+                problems.append("the step's other row was not done (%s)" % done)
+            j.conn.close()
+            hc.execute("ROLLBACK")
+            h.close()
+            # the holder gone, the next pass does the held row
+            j2 = connect(dbname)
+            r = attempt(j2.cursor(), "SET statement_timeout = '10s'; SET idem_gate.audit_retention = '1h';"
+                                     " SELECT * FROM idem_gate.janitor_run()")
+            j2.close()
+            if r[0] == "error":
+                problems.append("the next pass failed: %s %s" % (r[1], r[2]))
+            elif not processed(cur, state, done, w + "_held", w):
+                problems.append("the held row was not done by the next pass after its holder ended")
+            cur.execute("DELETE FROM ONLY idem_gate.claims WHERE workflow = %s", (w,))
+            results.append(("%s / holds a row of %s / janitor_run() / claims, audit / none" % (holder, step),
+                            problems))
+    c.close()
+    sc.execute("DROP DATABASE %s WITH (FORCE)" % dbname)
+    return results
+
+
+def worker_lock_cells(su, dbprefix, naptime):
+    """
+    Family 5, background janitor (naptime already 1 s): hostile sessions
+    in max_janitors databases each hold a processing claim whose payload
+    is due for clearing; a claim stuck in another database is still
+    announced within stuck_after + 2 x naptime, no janitor waits on a lock
+    for more than about a second, and the hostile databases' other rows
+    are done.  On 1.2 every janitor slot waited forever.
+    """
+    sc = su.cursor()
+    sc.execute("SHOW idem_gate.max_janitors")
+    slots = int(sc.fetchone()[0])
+    names = ["%s_13h%d" % (dbprefix, i) for i in range(slots)]
+    victim = "%s_13hv" % dbprefix
+    holders = []
+    problems = []
+    try:
+        for name in names:
+            c = fresh_db(sc, name)
+            cur = c.cursor()
+            cur.execute(JANITOR_SETUP)
+            cur.execute("INSERT INTO idem_gate.policies (workflow, receipt_retention, stuck_after)"
+                        " VALUES ('mx13_h', '1 minute', '10 minutes')")
+            tok = make_claim(cur, "processing", "h_held", "mx13_h", "2 minutes")
+            make_claim(cur, "processing", "h_other", "mx13_h", "2 minutes")
+            c.close()
+            h = connect(name, "mx_client13")
+            hc = h.cursor()
+            hc.execute("BEGIN")
+            hc.execute("SELECT idem_heartbeat('h_held', 'mx13_h', %d)" % tok)
+            holders.append(h)
+        vconn = fresh_db(sc, victim)
+        vcur = vconn.cursor()
+        stuck_after = 3
+        vcur.execute("INSERT INTO idem_gate.policies (workflow, stuck_after) VALUES ('mx13_v', '%d seconds')"
+                     % stuck_after)
+        vcur.execute("SELECT idem_claim('v_stuck', 'mx13_v')")
+        t0 = time.time()
+        # polled every 0.2 s: half a second of slack for the polling
+        deadline = t0 + stuck_after + 2 * naptime + 0.5
+        alerted_at = None
+        longest = 0.0
+        while time.time() < deadline + 3 and alerted_at is None:
+            longest = max(longest, watch_locks(sc, None, [], 0.2))
+            vcur.execute("SELECT alerted_token IS NOT NULL FROM ONLY idem_gate.claims WHERE key = 'v_stuck'")
+            if vcur.fetchone()[0]:
+                alerted_at = time.time()
+        if alerted_at is None or alerted_at > deadline:
+            problems.append("the stuck claim of another database was announced %s (deadline %.1f s)"
+                            % ("after %.1f s" % (alerted_at - t0) if alerted_at else "not at all",
+                               deadline - t0))
+        longest = max(longest, watch_locks(sc, None, [], 1.5))
+        if longest >= 1.0:
+            problems.append("a janitor waited %.1f s on a lock" % longest)
+        for name in names:
+            c = connect(name)
+            if not processed(c.cursor(), "processing", "payload IS NULL", "h_other", "mx13_h"):
+                problems.append("%s: the payload nobody held was not cleared" % name)
+            c.close()
+        vconn.close()
+    finally:
+        for h in holders:
+            h.close()
+        for name in names + [victim]:
+            sc.execute("DROP DATABASE IF EXISTS %s WITH (FORCE)" % name)
+    return [("client / holds a row in %d databases (max_janitors) / background janitor / claims / none" % slots,
+             problems)]
+
+
 def cells(su, dbprefix, matrix, quick):
     """
     Every family but the background janitor's (worker_lock_cells(), run
@@ -838,6 +1128,7 @@ def cells(su, dbprefix, matrix, quick):
         ("role members", lambda: member_cells(db, c)),
         ("commit paths", lambda: commit_cells(db, c)),
         ("primed caches", lambda: cached_cells(su, dbprefix + "_13c", matrix, quick)),
+        ("held rows", lambda: janitor_cells(su, dbprefix + "_13j", quick)),
     ]
     try:
         for name, family in families:

@@ -743,7 +743,7 @@ def main():
         c.execute("ALTER SYSTEM SET idem_gate.naptime = 1")
         c.execute("SELECT pg_reload_conf()")
         try:
-            worker = worker_cells(su)
+            worker = levers13.worker_lock_cells(su, DB, 1) + worker_cells(su)
         finally:
             c.execute("ALTER SYSTEM RESET idem_gate.naptime")
             c.execute("SELECT pg_reload_conf()")
