@@ -69,6 +69,7 @@
 #include "utils/rls.h"
 #include "utils/syscache.h"
 
+#include "cached_code.h"
 #include "citus.h"
 #include "compat.h"
 #include "shape.h"
@@ -464,6 +465,7 @@ table_load(IgTable table)
 		s->rls = rel->rd_rel->relrowsecurity;
 		s->force_rls = rel->rd_rel->relforcerowsecurity;
 		table_find_code(rel, s);
+		s->cached_code = ig_cached_code_find(rel);
 		table_close(rel, AccessShareLock);
 	}
 	MemoryContextSwitchTo(old);
