@@ -225,7 +225,15 @@ read_secrets(const char *path, SecretSet *set)
 	int			lineno = 0;
 
 	memset(set, 0, sizeof(*set));
-	fd = open(path, O_RDONLY | PG_BINARY, 0);
+
+	/*
+	 * Never block: open() of a FIFO waits for a writer, in the postmaster
+	 * at a reload and in the DBA's session at ALTER SYSTEM.  Opened without
+	 * blocking, whatever the path names (a FIFO, a device, a directory, a
+	 * symbolic link to one) is checked through the descriptor, and only a
+	 * regular file is read.
+	 */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | PG_BINARY, 0);
 	if (fd < 0)
 	{
 		GUC_check_errdetail("Could not open \"%s\": %m.", path);

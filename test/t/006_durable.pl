@@ -123,8 +123,30 @@ my $tok2 = $primary->safe_psql('postgres',
 $primary->safe_psql('postgres', "SELECT idem_claim('order-3', 'charge')");
 $primary->wait_for_catchup('s1');
 
+# a procedure that claims and commits, for the commit paths below
+$primary->safe_psql('postgres', q{
+CREATE PROCEDURE claim_and_commit(k text) LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM idem_claim(k, 'charge');
+	COMMIT;
+END $$});
+$primary->wait_for_catchup('s1');
+
 # the standby goes away (a partition; here: stopped): every commit waits
 $standby->stop;
+
+# every commit path waits, whatever the session's synchronous_commit:
+# PREPARE TRANSACTION (so that COMMIT PREPARED finds the prepared claim on
+# the standby: after a failover it still holds its row) and a procedure's
+# own COMMIT
+committed_locally_only($primary,
+	"SET synchronous_commit = local; BEGIN; SELECT idem_claim('prep-1', 'charge') /* runP */; PREPARE TRANSACTION 'p1'",
+	'runP');
+is($primary->safe_psql('postgres', "SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'p1'"),
+	'1', 'PREPARE TRANSACTION of a claim waited for the standby, with synchronous_commit = local');
+$primary->safe_psql('postgres', "SET synchronous_commit = local; ROLLBACK PREPARED 'p1'");
+committed_locally_only($primary,
+	"SET synchronous_commit = local; CALL claim_and_commit('proc-1') /* runQ */", 'runQ');
 
 committed_locally_only($primary,
 	"SELECT outcome, token FROM idem_claim_ex('order-1', 'charge', '1 hour', NULL, 'runA')",
