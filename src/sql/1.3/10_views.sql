@@ -46,6 +46,7 @@ REVOKE ALL ON FUNCTION idem_gate.distribute(integer) FROM PUBLIC;
 DO $$
 DECLARE
 	g pg_catalog.text[];
+	grantee record;
 BEGIN
 	SELECT pg_catalog.array_agg(pg_catalog.format('GRANT EXECUTE ON FUNCTION idem_gate.distribute(integer) TO %s%s',
 			CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
@@ -60,5 +61,15 @@ BEGIN
 	IF g IS NOT NULL THEN
 		PERFORM idem_gate.outside_extension(g);
 	END IF;
+	-- the steps are the new function's, not the DBA's to call
+	FOR grantee IN SELECT DISTINCT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+							 ELSE pg_catalog.quote_ident(u.rolname) END AS who
+			   FROM pg_catalog.pg_proc p
+			  CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+			   LEFT JOIN pg_catalog.pg_roles u ON u.oid OPERATOR(pg_catalog.=) a.grantee
+			  WHERE p.oid OPERATOR(pg_catalog.=) 'idem_gate.distribute_steps(integer)'::pg_catalog.regprocedure
+				AND a.grantee OPERATOR(pg_catalog.<>) p.proowner LOOP
+		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION idem_gate.distribute_steps(integer) FROM %s CASCADE', grantee.who);
+	END LOOP;
 END
 $$;
