@@ -191,6 +191,25 @@ SELECT outcome FROM idem_claim_ex('o_4', 'orders', NULL, NULL, 'run-4');
 SELECT rolsuper FROM pg_roles WHERE rolname = 'regress_i_n8n';
 SELECT public.i_key_prefix(key), public.i_prefix_atomic(key) FROM idem_gate.claims WHERE key = 'o_4';
 DROP INDEX idem_gate.i_claims_by_prefix, idem_gate.i_claims_by_atomic;
+-- a function replaced later is judged again: PL/pgSQL is accepted, the
+-- same name made an inlinable SQL function is refused at the next write,
+-- and so is a domain's CHECK added to a column's domain
+CREATE FUNCTION public.i_late(k text) RETURNS text LANGUAGE plpgsql IMMUTABLE
+	AS $$ BEGIN RETURN split_part(k, '_', 1); END $$;
+CREATE INDEX i_claims_late ON idem_gate.claims (public.i_late(key));
+SELECT outcome FROM idem_claim_ex('o_5', 'orders');
+CREATE OR REPLACE FUNCTION public.i_late(k text) RETURNS text LANGUAGE sql IMMUTABLE
+	AS $$ SELECT split_part(k, '_', 1) $$;
+SELECT outcome FROM idem_claim_ex('o_6', 'orders');
+DROP INDEX idem_gate.i_claims_late;
+DROP FUNCTION public.i_late(text);
+CREATE DOMAIN public.i_plain AS text;
+ALTER TABLE idem_gate.claims ADD COLUMN i_plain public.i_plain;
+SELECT outcome FROM idem_claim_ex('o_7', 'orders');
+ALTER DOMAIN public.i_plain ADD CONSTRAINT i_plain_order CHECK (public.i_is_order(VALUE));
+SELECT outcome FROM idem_claim_ex('o_8', 'orders');
+ALTER TABLE idem_gate.claims DROP COLUMN i_plain;
+DROP DOMAIN public.i_plain;
 
 -- clean up
 DROP DOMAIN public.i_note;

@@ -167,6 +167,20 @@ shape_relcache_cb(Datum arg, Oid relid)
 		ig_shape.valid = false;
 }
 
+/*
+ * A function or a constraint changed (CREATE OR REPLACE FUNCTION, ALTER
+ * FUNCTION, ALTER DOMAIN ... ADD CONSTRAINT): code attached to a table
+ * may now call it differently, and PostgreSQL does not invalidate the
+ * tables that use it.  Decide every table's shape again.
+ */
+static void
+shape_code_cb(Datum arg, int cacheid, uint32 hashvalue)
+{
+	for (int i = 0; i < IG_NUM_TABLES; i++)
+		table_shapes[i].valid = false;
+	ig_shape.valid = false;
+}
+
 /* A role's attributes or memberships changed: ask row security again. */
 static void
 shape_role_cb(Datum arg, int cacheid, uint32 hashvalue)
@@ -186,6 +200,8 @@ shape_register(void)
 	CacheRegisterRelcacheCallback(shape_relcache_cb, (Datum) 0);
 	CacheRegisterSyscacheCallback(AUTHOID, shape_role_cb, (Datum) 0);
 	CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, shape_role_cb, (Datum) 0);
+	CacheRegisterSyscacheCallback(PROCOID, shape_code_cb, (Datum) 0);
+	CacheRegisterSyscacheCallback(CONSTROID, shape_code_cb, (Datum) 0);
 	for (int i = 0; i < IG_NUM_TABLES; i++)
 		table_cxt[i] = AllocSetContextCreate(TopMemoryContext,
 											 "idem_gate table shape",
