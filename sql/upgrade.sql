@@ -11,7 +11,7 @@ CREATE ROLE regress_up_ops;
 -- the catalog of the extension as text: every member object with what
 -- defines it (signatures, code, volatility, privileges, columns, defaults,
 -- constraints, indexes, triggers, views, enum labels)
-\set catalog_query 'SELECT string_agg(d, E''\n'' ORDER BY d) FROM (SELECT pg_describe_object(dep.classid, dep.objid, 0) || coalesce('' | '' || (SELECT pg_get_function_arguments(p.oid) || '' -> '' || pg_get_function_result(p.oid) || '' '' || p.prosrc || '' '' || coalesce(p.probin, '''') || '' strict='' || p.proisstrict || '' volatile='' || p.provolatile::text || '' secdef='' || p.prosecdef || '' acl='' || coalesce(p.proacl, acldefault(''f'', p.proowner))::text || '' config='' || coalesce(p.proconfig::text, '''') FROM pg_proc p WHERE dep.classid = ''pg_proc''::regclass AND p.oid = dep.objid), '''') || coalesce('' | '' || (SELECT c.relkind::text || '' acl='' || coalesce(c.relacl, acldefault(''r'', c.relowner))::text || '' cols='' || coalesce((SELECT string_agg(a.attname || '' '' || format_type(a.atttypid, a.atttypmod) || coalesce('' collate '' || nullif(a.attcollation, 0)::regcollation::text, '''') || '' '' || a.attnotnull || '' '' || coalesce(pg_get_expr(ad.adbin, ad.adrelid), ''''), '', '' ORDER BY a.attnum) FROM pg_attribute a LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), '''') || '' cons='' || coalesce((SELECT string_agg(k.conname || '' '' || pg_get_constraintdef(k.oid), '', '' ORDER BY k.conname) FROM pg_constraint k WHERE k.conrelid = c.oid), '''') || '' idx='' || coalesce((SELECT string_agg(pg_get_indexdef(i.indexrelid), '', '' ORDER BY 1) FROM pg_index i WHERE i.indrelid = c.oid), '''') || '' trg='' || coalesce((SELECT string_agg(pg_get_triggerdef(t.oid), '', '' ORDER BY 1) FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal), '''') || '' view='' || coalesce(pg_get_viewdef(c.oid), '''') FROM pg_class c WHERE dep.classid = ''pg_class''::regclass AND c.oid = dep.objid), '''') || coalesce('' | '' || (SELECT string_agg(e.enumlabel, '','' ORDER BY e.enumsortorder) FROM pg_enum e WHERE dep.classid = ''pg_type''::regclass AND e.enumtypid = dep.objid), '''') AS d FROM pg_depend dep JOIN pg_extension x ON x.oid = dep.refobjid WHERE x.extname = ''idem_gate'' AND dep.deptype = ''e'') s'
+\set catalog_query 'SELECT string_agg(d, E''\n'' ORDER BY d) FROM (SELECT pg_describe_object(dep.classid, dep.objid, 0) || coalesce('' | '' || (SELECT pg_get_function_arguments(p.oid) || '' -> '' || pg_get_function_result(p.oid) || '' '' || p.prosrc || '' '' || coalesce(p.probin, '''') || '' strict='' || p.proisstrict || '' volatile='' || p.provolatile::text || '' secdef='' || p.prosecdef || '' acl='' || coalesce(p.proacl, acldefault(''f'', p.proowner))::text || '' config='' || coalesce(p.proconfig::text, '''') FROM pg_proc p WHERE dep.classid = ''pg_proc''::regclass AND p.oid = dep.objid), '''') || coalesce('' | '' || (SELECT c.relkind::text || '' acl='' || coalesce(c.relacl, acldefault(''r'', c.relowner))::text || '' cols='' || coalesce((SELECT string_agg(a.attname || '' '' || format_type(a.atttypid, a.atttypmod) || coalesce('' collate '' || nullif(a.attcollation, 0)::regcollation::text, '''') || '' '' || a.attnotnull || '' '' || coalesce(pg_get_expr(ad.adbin, ad.adrelid), ''''), '', '' ORDER BY a.attnum) FROM pg_attribute a LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped), '''') || '' cons='' || coalesce((SELECT string_agg(k.conname || '' '' || pg_get_constraintdef(k.oid), '', '' ORDER BY k.conname) FROM pg_constraint k WHERE k.conrelid = c.oid), '''') || '' idx='' || coalesce((SELECT string_agg(pg_get_indexdef(i.indexrelid), '', '' ORDER BY 1) FROM pg_index i WHERE i.indrelid = c.oid), '''') || '' trg='' || coalesce((SELECT string_agg(pg_get_triggerdef(t.oid), '', '' ORDER BY 1) FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal), '''') || '' view='' || coalesce(pg_get_viewdef(c.oid), '''') || '' opts='' || coalesce(c.reloptions::text, '''') FROM pg_class c WHERE dep.classid = ''pg_class''::regclass AND c.oid = dep.objid), '''') || coalesce('' | '' || (SELECT string_agg(e.enumlabel, '','' ORDER BY e.enumsortorder) FROM pg_enum e WHERE dep.classid = ''pg_type''::regclass AND e.enumtypid = dep.objid), '''') AS d FROM pg_depend dep JOIN pg_extension x ON x.oid = dep.refobjid WHERE x.extname = ''idem_gate'' AND dep.deptype = ''e'') s'
 
 ------------------------------------------------------------------------
 -- a 1.0 database, filled
@@ -199,6 +199,62 @@ DELETE FROM idem_gate.workflow_acl;
 \c :regress_db
 
 ------------------------------------------------------------------------
+-- a 1.2 database, filled, updated to 1.3: rows, payloads, the audit trail,
+-- a DBA's grants on a view and on distribute() are kept, every view
+-- becomes a security barrier, and the members of a restricted role are
+-- restricted
+------------------------------------------------------------------------
+CREATE DATABASE regress_up_12;
+\c regress_up_12
+SET client_min_messages = warning;
+CREATE EXTENSION idem_gate VERSION '1.2';
+RESET client_min_messages;
+CREATE ROLE regress_up3_inbox;
+CREATE ROLE regress_up3_alice IN ROLE regress_up3_inbox;
+CREATE ROLE regress_up3_admin;
+GRANT USAGE ON SCHEMA idem_gate TO regress_up3_inbox;
+GRANT SELECT ON idem_gate.inbox TO regress_up3_inbox;
+GRANT EXECUTE ON FUNCTION idem_gate.distribute(integer) TO regress_up3_admin;
+ALTER ROLE regress_up3_inbox SET idem_gate.workflow_acl = on;
+SELECT idem_gate.grant_workflow('regress_up3_inbox', 'orders');
+SELECT idem_fail(k, w, (SELECT token FROM idem_claim_ex(k, w, NULL, NULL, 'run-1', p)), 'timeout', false)
+  FROM (VALUES ('o-1', 'orders', '{"order": 1}'::jsonb), ('p-1', 'payroll', '{"iban": "DE89"}')) v(k, w, p)
+ ORDER BY k;
+SELECT idem_complete('o-2', 'orders', (SELECT token FROM idem_claim_ex('o-2', 'orders')), '{"charge": "ch_2"}');
+SELECT idem_resolve('o-1', 'orders', 'retry', NULL, 'sender fixed it', 'alice');
+SELECT extversion FROM pg_extension WHERE extname = 'idem_gate';
+SET ROLE regress_up3_alice;
+-- the library restricts the member already, on the 1.2 catalog
+SELECT workflow, key FROM idem_gate.inbox ORDER BY 1, 2;
+RESET ROLE;
+ALTER EXTENSION idem_gate UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'idem_gate';
+-- every row kept
+SELECT workflow, key, state, attempt, result, payload FROM idem_gate.claims ORDER BY key;
+SELECT action, workflow, key, state_before, state_after, actor, reason FROM idem_gate.audit ORDER BY id;
+-- the DBA's grants kept, as the DBA's (not the extension's initial privileges)
+SELECT has_table_privilege('regress_up3_inbox', 'idem_gate.inbox', 'SELECT') AS inbox_grant,
+	   has_function_privilege('regress_up3_admin', 'idem_gate.distribute(integer)', 'EXECUTE') AS distribute_grant,
+	   has_function_privilege('regress_up3_inbox', 'idem_gate.distribute(integer)', 'EXECUTE') AS not_granted;
+SELECT count(*) AS in_initial_privileges FROM pg_init_privs i
+ WHERE i.objoid = 'idem_gate.distribute(integer)'::regprocedure
+   AND i.initprivs::text LIKE '%regress_up3_admin%';
+-- every view is a security barrier, and the member is restricted
+SELECT relname, reloptions FROM pg_class
+ WHERE relnamespace = 'idem_gate'::regnamespace AND relkind = 'v' ORDER BY 1;
+SET ROLE regress_up3_alice;
+SELECT workflow, key FROM idem_gate.inbox ORDER BY 1, 2;
+RESET ROLE;
+REVOKE ALL ON idem_gate.inbox FROM regress_up3_inbox;
+REVOKE ALL ON FUNCTION idem_gate.distribute(integer) FROM regress_up3_admin;
+REVOKE ALL ON SCHEMA idem_gate FROM regress_up3_inbox;
+DELETE FROM idem_gate.workflow_acl;
+:catalog_query \gset updated12_
+\c :regress_db
+DROP DATABASE regress_up_12;
+DROP ROLE regress_up3_alice, regress_up3_inbox, regress_up3_admin;
+
+------------------------------------------------------------------------
 -- a fresh install has the same catalog
 ------------------------------------------------------------------------
 CREATE DATABASE regress_up_11;
@@ -210,6 +266,7 @@ SELECT extversion FROM pg_extension WHERE extname = 'idem_gate';
 :catalog_query \gset fresh_
 SELECT :'fresh_string_agg' = :'updated_string_agg' AS same_catalog;
 SELECT :'fresh_string_agg' = :'updated11_string_agg' AS same_catalog_from_1_1;
+SELECT :'fresh_string_agg' = :'updated12_string_agg' AS same_catalog_from_1_2;
 SELECT length(:'fresh_string_agg') > 10000 AS catalog_described;
 -- what differs, if anything
 SELECT l AS only_in_fresh FROM regexp_split_to_table(:'fresh_string_agg', E'\n') l
@@ -220,6 +277,10 @@ EXCEPT SELECT regexp_split_to_table(:'fresh_string_agg', E'\n');
 SELECT l AS only_in_fresh_not_from_1_1 FROM regexp_split_to_table(:'fresh_string_agg', E'\n') l
 EXCEPT SELECT regexp_split_to_table(:'updated11_string_agg', E'\n');
 SELECT l AS only_in_updated_from_1_1 FROM regexp_split_to_table(:'updated11_string_agg', E'\n') l
+EXCEPT SELECT regexp_split_to_table(:'fresh_string_agg', E'\n');
+SELECT l AS only_in_fresh_not_from_1_2 FROM regexp_split_to_table(:'fresh_string_agg', E'\n') l
+EXCEPT SELECT regexp_split_to_table(:'updated12_string_agg', E'\n');
+SELECT l AS only_in_updated_from_1_2 FROM regexp_split_to_table(:'updated12_string_agg', E'\n') l
 EXCEPT SELECT regexp_split_to_table(:'fresh_string_agg', E'\n');
 \c :regress_db
 

@@ -1,9 +1,20 @@
 /*-------------------------------------------------------------------------
  *
  * acl.c
- *	  Per-workflow access: with idem_gate.workflow_acl on, a role may call
- *	  the gate's functions only for the workflows granted to it (or to a
- *	  role it is a member of) in idem_gate.workflow_acl.
+ *	  Per-workflow access: a role to which it applies may call the gate's
+ *	  functions, and see claims, only for the workflows granted to it (or
+ *	  to a role it is a member of) in idem_gate.workflow_acl.
+ *
+ * Whether per-workflow access applies to a role is decided from what a
+ * session cannot change (1.3): the setting idem_gate.workflow_acl as the
+ * session got it (superuser-only, so a restricted session cannot turn it
+ * off), or the same setting attached with ALTER ROLE ... SET to the role
+ * or to any role whose privileges it has (pg_db_role_setting), so that a
+ * member that logs in as itself is restricted exactly like the role it
+ * belongs to.  Superusers, the extension's owner and the owners of the
+ * gate's functions are never restricted: the gate's own reads run as the
+ * owner of the function called, and are therefore never filtered, with
+ * no counter of running calls that an aborted call could leave behind.
  *
  * A pattern has one wildcard, %, any run of characters; _ is a literal
  * underscore, \% and \\ a literal % and \.  (1.1 matched patterns with LIKE,
@@ -27,15 +38,20 @@
 #include "access/stratnum.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/dependency.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_db_role_setting.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "commands/trigger.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
@@ -68,6 +84,8 @@ typedef struct IgAclCache
 	Oid			relid;			/* idem_gate.workflow_acl */
 	Oid			extowner;		/* the extension's owner */
 	bool		like;			/* the catalog is 1.1's: patterns are LIKE's */
+	bool		role_setting;	/* a role setting turns per-workflow access on */
+	bool		gate_owner;		/* roleid owns one of the gate's functions */
 	int			npatterns;
 	char	  **patterns;		/* patterns granted to roleid */
 	int			nanswers;
@@ -78,6 +96,8 @@ typedef struct IgAclCache
 static IgAclCache cache;
 
 static Oid	extension_owner(bool *like);
+static bool role_setting_on(Oid roleid);
+static bool owns_gate_function(Oid roleid);
 static MemoryContext acl_cxt = NULL;
 
 /* The grants or the role memberships changed: decide again. */
@@ -116,6 +136,8 @@ acl_load(Oid roleid, Oid relid)
 		CacheRegisterSyscacheCallback(AUTHOID, acl_syscache_cb, (Datum) 0);
 		/* ALTER EXTENSION UPDATE changes the rule the patterns are read by */
 		CacheRegisterSyscacheCallback(EXTENSIONOID, acl_syscache_cb, (Datum) 0);
+		/* a function of the gate may change hands (ALTER FUNCTION OWNER) */
+		CacheRegisterSyscacheCallback(PROCOID, acl_syscache_cb, (Datum) 0);
 		acl_cxt = AllocSetContextCreate(TopMemoryContext,
 										"idem_gate workflow acl",
 										ALLOCSET_SMALL_SIZES);
@@ -128,6 +150,8 @@ acl_load(Oid roleid, Oid relid)
 	cache.relid = relid;
 
 	cache.extowner = extension_owner(&cache.like);
+	cache.role_setting = role_setting_on(roleid);
+	cache.gate_owner = owns_gate_function(roleid);
 	rel = table_open(relid, AccessShareLock);
 	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
 	while ((tup = systable_getnext(scan)) != NULL)
@@ -314,6 +338,103 @@ extension_owner(bool *like)
 }
 
 /*
+ * Does a setting of pg_db_role_setting, for every database or this one,
+ * turn idem_gate.workflow_acl on for roleid or a role whose privileges it
+ * has?  That is the catalog's word, which no session can change: a member
+ * of the README's operator role that logs in as itself gets none of the
+ * role's settings, but is restricted all the same.  A setting for every
+ * role of a database (ALTER DATABASE ... SET) counts too.
+ */
+static bool
+role_setting_on(Oid roleid)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		on = false;
+
+	rel = table_open(DbRoleSettingRelationId, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (!on && (tup = systable_getnext(scan)) != NULL)
+	{
+		Form_pg_db_role_setting s = (Form_pg_db_role_setting) GETSTRUCT(tup);
+		bool		isnull;
+		Datum		d;
+		ArrayType  *a;
+		Datum	   *items;
+		int			n;
+
+		if (OidIsValid(s->setdatabase) && s->setdatabase != MyDatabaseId)
+			continue;
+		if (OidIsValid(s->setrole) && !has_privs_of_role(roleid, s->setrole))
+			continue;
+		d = heap_getattr(tup, Anum_pg_db_role_setting_setconfig,
+						 RelationGetDescr(rel), &isnull);
+		if (isnull)
+			continue;
+		a = DatumGetArrayTypeP(d);
+		deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &items, NULL, &n);
+		for (int i = 0; i < n && !on; i++)
+		{
+			char	   *item = TextDatumGetCString(items[i]);
+			char	   *eq = strchr(item, '=');
+			bool		value;
+
+			if (eq == NULL)
+				continue;
+			*eq = '\0';
+			if (pg_strcasecmp(item, "idem_gate.workflow_acl") == 0 &&
+				parse_bool(eq + 1, &value) && value)
+				on = true;
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return on;
+}
+
+/*
+ * Does roleid own one of the extension's functions?  The gate's functions
+ * act as their owner, and what they read as that role is never filtered
+ * again: the caller's grants were checked when the call began.
+ */
+static bool
+owns_gate_function(Oid roleid)
+{
+	Oid			ext = get_extension_oid("idem_gate", true);
+	Relation	rel;
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		owns = false;
+
+	if (!OidIsValid(ext))
+		return false;
+	rel = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(ExtensionRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, DependReferenceIndexId, true, NULL, 2, key);
+	while (!owns && (tup = systable_getnext(scan)) != NULL)
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+		HeapTuple	proc;
+
+		if (dep->classid != ProcedureRelationId || dep->deptype != DEPENDENCY_EXTENSION)
+			continue;
+		proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(dep->objid));
+		if (!HeapTupleIsValid(proc))
+			continue;
+		owns = ((Form_pg_proc) GETSTRUCT(proc))->proowner == roleid;
+		ReleaseSysCache(proc);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return owns;
+}
+
+/*
  * The cache of role's grants, loaded if it is for another role or the
  * grants changed.  False where this database's idem_gate has no grants
  * table (a 1.0 catalog).
@@ -350,7 +471,7 @@ acl_allows(Oid role, const char *workflow)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("idem_gate.workflow_acl is on, but this database's idem_gate has no grants table"),
 				 errhint("Run ALTER EXTENSION idem_gate UPDATE, or turn idem_gate.workflow_acl off.")));
-	if (role == cache.extowner)
+	if (role == cache.extowner || cache.gate_owner)
 		return true;
 
 	for (i = 0; i < cache.nanswers; i++)
@@ -376,6 +497,25 @@ acl_allows(Oid role, const char *workflow)
 }
 
 /*
+ * Does per-workflow access apply to role: the session's setting, or a
+ * role setting of the role or of a role whose privileges it has?  Never
+ * to a superuser, the extension's owner or an owner of the gate's
+ * functions.  With the session's setting off this loads the role's cache
+ * once, then costs a comparison per call.
+ */
+static bool
+acl_applies(Oid role)
+{
+	if (superuser_arg(role))
+		return false;
+	if (!acl_for(role))
+		return workflow_acl;	/* a 1.0 catalog: acl_allows() says so */
+	if (role == cache.extowner || cache.gate_owner)
+		return false;
+	return workflow_acl || cache.role_setting;
+}
+
+/*
  * May the calling role (the one in effect before the gate became the
  * owner of the called function) act on the workflow?  Raises 42501 naming
  * both when not.  Superusers, the extension's owner and the owner of the
@@ -384,7 +524,7 @@ acl_allows(Oid role, const char *workflow)
 void
 ig_acl_check(Oid caller, Oid owner, const char *workflow)
 {
-	if (!workflow_acl || caller == owner)
+	if (caller == owner || !acl_applies(caller))
 		return;
 	if (!acl_allows(caller, workflow))
 		ereport(ERROR,
@@ -396,14 +536,14 @@ ig_acl_check(Oid caller, Oid owner, const char *workflow)
 }
 
 /*
- * May role see the workflow's claims and audit rows?  Always, with
- * idem_gate.workflow_acl off; otherwise as for calling the gate's
- * functions.  A NULL workflow is not visible.
+ * May role see the workflow's claims and audit rows?  Always, where
+ * per-workflow access does not apply to it; otherwise as for calling the
+ * gate's functions.  A NULL workflow is not visible.
  */
 bool
 ig_acl_visible(Oid role, const char *workflow)
 {
-	if (!workflow_acl)
+	if (!acl_applies(role))
 		return true;
 	if (workflow == NULL)
 		return false;

@@ -24,13 +24,15 @@
 
 /*
  * idem_gate.workflow_visible(workflow): may the current role see the
- * workflow's claims and audit rows?  Always, with idem_gate.workflow_acl
- * off; otherwise as for calling the gate's functions.  The row security
- * policies of idem_gate.claims and idem_gate.audit, and the views, filter
- * by it; NULL is not visible.  The gate's own reads inside a call, whose
- * caller's grants are checked already, are not filtered again (row
- * security applies to them where a DBA made a role that is not the
- * table's owner own the gate's functions).
+ * workflow's claims and audit rows?  Always, where per-workflow access
+ * does not apply to the role; otherwise as for calling the gate's
+ * functions.  The row security policies of idem_gate.claims and
+ * idem_gate.audit, and the views (security barriers, so that no
+ * expression of the reader sees a row first), filter by it; NULL is not
+ * visible.  The gate's own reads inside a call run as the owner of the
+ * function called, which is never restricted: whether a call is running
+ * is read from the role in effect, which an aborted call cannot leave
+ * behind, not from a count of calls.
  */
 PG_FUNCTION_INFO_V1(idem_gate_workflow_visible);
 
@@ -39,8 +41,6 @@ idem_gate_workflow_visible(PG_FUNCTION_ARGS)
 {
 	char	   *workflow;
 
-	if (ig_call_active())
-		PG_RETURN_BOOL(true);
 	workflow = PG_ARGISNULL(0) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(0));
 	PG_RETURN_BOOL(ig_acl_visible(GetUserId(), workflow));
 }

@@ -36,67 +36,6 @@
 #include "call.h"
 
 /*
- * How many gate calls are running in this backend (a DBA's trigger may
- * call the gate again), and the count at the start of each open
- * subtransaction, so that an error that skips ig_call_end() is undone
- * with the subtransaction or transaction it aborts.
- */
-static int	call_depth = 0;
-static List *depth_saved = NIL;
-
-/* A transaction ended: no gate call can be running any more. */
-static void
-xact_cb(XactEvent event, void *arg)
-{
-	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_COMMIT ||
-		event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PARALLEL_COMMIT ||
-		event == XACT_EVENT_PREPARE)
-	{
-		call_depth = 0;
-		list_free(depth_saved);
-		depth_saved = NIL;
-	}
-}
-
-/* A subtransaction began or ended: remember or restore the depth. */
-static void
-subxact_cb(SubXactEvent event, SubTransactionId mySubid,
-		   SubTransactionId parentSubid, void *arg)
-{
-	MemoryContext old;
-
-	switch (event)
-	{
-		case SUBXACT_EVENT_START_SUB:
-			old = MemoryContextSwitchTo(TopMemoryContext);
-			depth_saved = lcons_int(call_depth, depth_saved);
-			MemoryContextSwitchTo(old);
-			break;
-		case SUBXACT_EVENT_COMMIT_SUB:
-		case SUBXACT_EVENT_ABORT_SUB:
-			if (depth_saved == NIL)
-				break;
-			if (event == SUBXACT_EVENT_ABORT_SUB)
-				call_depth = linitial_int(depth_saved);
-			depth_saved = list_delete_first(depth_saved);
-			break;
-		default:
-			break;
-	}
-}
-
-/*
- * Is a gate call running?  Reads made by the gate itself, which has
- * checked the caller's workflow grants, are not filtered again by the
- * per-workflow row security policies.
- */
-bool
-ig_call_active(void)
-{
-	return call_depth > 0;
-}
-
-/*
  * A key or workflow argument: present, then as ig_check_name() says;
  * secret keeps a keyed workflow's key out of the messages.  Returns the
  * value as a C string, and the datum in *value.
@@ -261,8 +200,6 @@ void
 ig_call_open(FunctionCallInfo fcinfo, IgCall *call, const char *fname,
 			 bool writes)
 {
-	static bool registered = false;
-
 	call->workflow_str = ig_call_text_arg(fcinfo, 1, "workflow", &call->workflow,
 										  false);
 	call->workflow_keyed = ig_keyed_workflow(call->workflow_str);
@@ -272,14 +209,7 @@ ig_call_open(FunctionCallInfo fcinfo, IgCall *call, const char *fname,
 		PreventCommandIfReadOnly(fname);
 
 	call->callcxt = CurrentMemoryContext;
-	if (!registered)
-	{
-		RegisterXactCallback(xact_cb, NULL);
-		RegisterSubXactCallback(subxact_cb, NULL);
-		registered = true;
-	}
 	ig_call_act_as_owner(fcinfo, &call->save_userid, &call->save_sec_context);
-	call_depth++;
 	ig_acl_check(call->save_userid, GetUserId(), call->workflow_str);
 	call->guc_level = 0;
 	call->spi_connected = false;
@@ -351,7 +281,9 @@ ig_call_guard_user_code(IgCall *call, IgTable table, const char *what)
  * Refuse to write one of the extension's tables that has a rule: a rule
  * rewrites the gate's statements (INSERT ... ON CONFLICT, UPDATE ...
  * RETURNING, data-modifying WITH), so the gate can neither honour it nor
- * write around it.  Nothing is changed.
+ * write around it.  Refuse too where a write would run code that this
+ * backend may hold parsed under the caller's search_path (cached_code.c):
+ * pinning the path during the call cannot reach it.  Nothing is changed.
  */
 void
 ig_call_refuse_rules(IgTable table)
@@ -365,6 +297,13 @@ ig_call_refuse_rules(IgTable table)
 						ig_shape_table_name(table), s->rule),
 				 errdetail("A rule rewrites the gate's INSERT ... ON CONFLICT, UPDATE ... RETURNING and data-modifying WITH statements, so the gate could neither honour it nor write around it."),
 				 errhint("Drop the rule; a trigger can do what it did, and the gate honours triggers.")));
+	if (s->cached_code != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("idem_gate cannot write %s: %s, a LANGUAGE sql function parsed under the caller's search_path",
+						ig_shape_table_name(table), s->cached_code),
+				 errdetail("PostgreSQL inlines such a function into a cache that lives as long as the session, under the search_path of whoever first used it, and the gate writes with its owner's rights."),
+				 errhint("Give the function its own path (ALTER FUNCTION ... SET search_path = pg_catalog, public) or write its body as BEGIN ATOMIC ... END.")));
 }
 
 /*
@@ -404,8 +343,6 @@ ig_call_end(IgCall *call)
 		AtEOXact_GUC(true, call->guc_level);
 	call->guc_level = 0;
 	SetUserIdAndSecContext(call->save_userid, call->save_sec_context);
-	if (call_depth > 0)
-		call_depth--;
 }
 
 /* Raise the "no claim exists" error. */

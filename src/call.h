@@ -40,7 +40,6 @@ extern void ig_call_open(FunctionCallInfo fcinfo, IgCall *call,
 						 const char *fname, bool writes);
 extern void ig_call_spi(IgCall *call);
 extern void ig_call_end(IgCall *call);
-extern bool ig_call_active(void);
 extern void ig_call_act_as_owner(FunctionCallInfo fcinfo, Oid *save_userid,
 								 int *save_sec_context);
 extern int	ig_call_pin_search_path(void);

@@ -239,12 +239,34 @@ slots_forget(void)
 }
 
 /*
+ * A transaction that wrote claims ends: with synchronous standbys
+ * configured, it waits at least for their flush, whatever the session's
+ * synchronous_commit says.  Every way a transaction ends goes through
+ * here: a plain COMMIT, a procedure's COMMIT (which commits through the
+ * same path), and PREPARE TRANSACTION, whose own record then waits, so
+ * that COMMIT PREPARED, which no longer knows what the transaction wrote,
+ * finds it on the standbys already: after a failover the prepared
+ * transaction is still there, holding its rows, and nobody is answered
+ * new for them.
+ */
+static void
+raise_synchronous_commit(void)
+{
+	if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH &&
+		sync_standbys_defined())
+		(void) set_config_option("synchronous_commit", "on",
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_LOCAL, true, 0, false);
+}
+
+/*
  * The end of a transaction that wrote claims.  Before its commit record:
  * count it as committing in its slots (its rows may be visible before its
  * LSN is known), and make it wait for the synchronous standbys' flush at
  * least.  After the commit: record its commit LSN in the slots.  A
- * prepared transaction's commit comes later, elsewhere: its slots keep an
- * unknown LSN, and answers from them wait for the end of WAL.
+ * prepared transaction's PREPARE record waits likewise; its commit comes
+ * later, elsewhere: its slots keep an unknown LSN, and answers from them
+ * wait for the end of WAL.
  */
 static void
 durable_xact_cb(XactEvent event, void *arg)
@@ -254,11 +276,7 @@ durable_xact_cb(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-			if (synchronous_commit < SYNCHRONOUS_COMMIT_REMOTE_FLUSH &&
-				sync_standbys_defined())
-				(void) set_config_option("synchronous_commit", "on",
-										 PGC_USERSET, PGC_S_SESSION,
-										 GUC_ACTION_LOCAL, true, 0, false);
+			raise_synchronous_commit();
 			if (shared != NULL)
 			{
 				slots_committing(1);
@@ -266,6 +284,8 @@ durable_xact_cb(XactEvent event, void *arg)
 			}
 			return;
 		case XACT_EVENT_PRE_PREPARE:
+			/* PREPARE TRANSACTION then waits for the standbys' flush */
+			raise_synchronous_commit();
 			if (shared != NULL)
 				slots_advance(IG_LSN_UNKNOWN);
 			break;

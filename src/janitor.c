@@ -73,6 +73,7 @@ typedef struct Pass
 	IgJanitorDb db;				/* where its statements run */
 	IgJanitorCounts *counts;
 	int64		receipts_cleared;
+	TimestampTz skipped;		/* receipts: the first row a batch skipped */
 	IgPolicy   *policies;
 	int			npolicies;
 	List	   *watermarks;		/* receipts cleared, per workflow */
@@ -335,6 +336,8 @@ run_batch(Pass *pass, IgStep step, const char *workflow,
 	ig_janitor_sql_batch(&pass->db, step, &args, &res);
 	if (res.count > 0)
 		*cursor = res.last;
+	if (step == IG_STEP_CLEAR_RECEIPTS)
+		pass->skipped = Min(pass->skipped, res.skipped);
 	if (step == IG_STEP_STUCK)
 		raise_alerts(pass, &res, review);
 	ig_janitor_sql_end(&pass->db);
@@ -478,6 +481,7 @@ run_step(Pass *pass, IgStep step)
 			cursor.at = watermark(pass, wf);
 			if (cursor.at >= cutoff)
 				continue;
+			pass->skipped = DT_NOEND;
 		}
 		do
 		{
@@ -489,7 +493,7 @@ run_step(Pass *pass, IgStep step)
 				yield(pass);
 		} while (n >= (uint64) pass->limit);
 		if (step == IG_STEP_CLEAR_RECEIPTS && horizon_known)
-			save_watermark(pass, wf, Min(cutoff, horizon));
+			save_watermark(pass, wf, Min(Min(cutoff, horizon), pass->skipped));
 	}
 	return total;
 }
@@ -539,6 +543,45 @@ receipt_retention_set(Pass *pass)
 }
 
 /*
+ * Run one step; in the worker, a step that meets a table lock it would
+ * wait for longer than the janitor's lock_timeout ends there, and the
+ * pass goes on with the next step (the rest is done at a later pass).
+ * Rows other transactions lock are skipped by the statements themselves
+ * (SKIP LOCKED): no session can make the janitor wait, nor keep it from
+ * announcing stuck claims.
+ */
+static uint64
+try_step(Pass *pass, IgStep step)
+{
+	volatile uint64 n = 0;
+
+	if (!pass->db.own_transactions)
+		return run_step(pass, step);
+	PG_TRY();
+	{
+		n = run_step(pass, step);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(pass->db.cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			PG_RE_THROW();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		MemoryContextSwitchTo(pass->db.cxt);
+		ereport(LOG,
+				(errmsg("idem_gate janitor: a step of the pass skipped: %s", edata->message),
+				 errdetail("Another session holds a lock on one of the extension's tables; the step runs again at the next pass.")));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return n;
+}
+
+/*
  * The steps of a pass over idem_gate.claims, or on Citus over one of the
  * shards this node holds.
  */
@@ -547,16 +590,16 @@ pass_steps(Pass *pass)
 {
 	IgJanitorCounts *counts = pass->counts;
 
-	counts->deleted_completed += run_step(pass, IG_STEP_DELETE_COMPLETED);
-	counts->deleted_failed += run_step(pass, IG_STEP_DELETE_FAILED);
+	counts->deleted_completed += try_step(pass, IG_STEP_DELETE_COMPLETED);
+	counts->deleted_failed += try_step(pass, IG_STEP_DELETE_FAILED);
 	if (pass->db.v11 && receipt_retention_set(pass))
-		pass->receipts_cleared += run_step(pass, IG_STEP_CLEAR_RECEIPTS);
-	run_step(pass, IG_STEP_STUCK);
+		pass->receipts_cleared += try_step(pass, IG_STEP_CLEAR_RECEIPTS);
+	try_step(pass, IG_STEP_STUCK);
 	if (pass->db.v12 && receipt_retention_set(pass))
 	{
-		pass->receipts_cleared += run_step(pass, IG_STEP_CLEAR_PAYLOADS_PROCESSING);
-		pass->receipts_cleared += run_step(pass, IG_STEP_CLEAR_PAYLOADS_FAILED);
-		pass->receipts_cleared += run_step(pass, IG_STEP_CLEAR_PAYLOADS_REVIEW);
+		pass->receipts_cleared += try_step(pass, IG_STEP_CLEAR_PAYLOADS_PROCESSING);
+		pass->receipts_cleared += try_step(pass, IG_STEP_CLEAR_PAYLOADS_FAILED);
+		pass->receipts_cleared += try_step(pass, IG_STEP_CLEAR_PAYLOADS_REVIEW);
 	}
 	if (pass->db.v11)
 		prune_audit(pass);

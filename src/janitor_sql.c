@@ -84,17 +84,17 @@ static const char *const policy_recheck =
 	"  ORDER BY x.updated_at DESC, x.token DESC LIMIT 1) l ON true"
 
 /*
- * The deletion batches.  failed_retryable rows are locked with SKIP
- * LOCKED: a claim retrying one holds its lock, and the janitor must not
- * wait for it.  Completed rows are final and only a release locks them,
- * so they are deleted without a separate lock step, which would double
- * the WAL written per row.
+ * The deletion batches.  Rows another transaction holds are skipped (a
+ * claim retrying a failed row, a release, a late completion of a
+ * completed one), never waited for: the next pass takes them.  Locking
+ * a row before deleting it writes a little WAL more, the price of a
+ * janitor that no session can stall.
  */
 static const char *const delete_sql =
 "WITH del AS ("
 " DELETE FROM ONLY idem_gate.claims d WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 "  SELECT c.ctid FROM ONLY idem_gate.claims c" IG_RANGE IG_ORDER
-"  LIMIT $4%s))"
+"  LIMIT $4 FOR UPDATE OF c SKIP LOCKED))"
 " AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
 " AND d.workflow OPERATOR(pg_catalog.=) $1"
 " AND d.updated_at OPERATOR(pg_catalog.<) $3"
@@ -102,28 +102,39 @@ static const char *const delete_sql =
 IG_LAST("del");
 
 /*
- * Receipt clearing waits for a row another transaction holds (a release
- * deleting it, a DBA's lock) rather than skipping it: its watermark moves
- * past every row it walked, so a skipped receipt would never be cleared.
- * No claim waits for it: duplicates of completed rows only read them.
+ * Receipt clearing skips a row another transaction holds too; its
+ * watermark then must not move past that row, so the batch also answers
+ * the first row it skipped (in updated_at order), and the watermark stops
+ * there: the next pass starts at it.
  */
 static const char *const clear_sql =
-"WITH upd AS ("
+"WITH cand AS ("
+" SELECT c.ctid AS tid, c.updated_at AS upd FROM ONLY idem_gate.claims c" IG_RANGE
+" AND c.result IS NOT NULL" IG_ORDER
+" LIMIT $4),"
+" lck AS ("
+" SELECT c.ctid AS tid FROM ONLY idem_gate.claims c"
+" WHERE c.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT x.tid FROM cand x))"
+" FOR UPDATE OF c SKIP LOCKED),"
+" upd AS ("
 " UPDATE ONLY idem_gate.claims d SET result = NULL"
-" WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-"  SELECT c.ctid FROM ONLY idem_gate.claims c" IG_RANGE
-"  AND c.result IS NOT NULL" IG_ORDER
-"  LIMIT $4))"
+" WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT l.tid FROM lck l))"
 " AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
 " AND d.workflow OPERATOR(pg_catalog.=) $1"
 " AND d.updated_at OPERATOR(pg_catalog.<) $3"
 " RETURNING d.updated_at, d.token)"
-IG_LAST("upd");
+"SELECT (SELECT pg_catalog.count(*) FROM upd), l.updated_at, l.token,"
+" (SELECT pg_catalog.min(x.upd) FROM cand x"
+"  WHERE x.tid OPERATOR(pg_catalog.<>) ALL (ARRAY(SELECT k.tid FROM lck k)))"
+" FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT u.updated_at, u.token FROM upd u"
+"  ORDER BY u.updated_at DESC, u.token DESC LIMIT 1) l ON true";
 
 /*
  * The payloads of a state's rows older than the receipt retention: kept
  * as a reviewer's evidence while a claim is open, but personal data like
- * a receipt, and so cleared by the same retention.
+ * a receipt, and so cleared by the same retention.  These rows are open
+ * claims, which their runs lock while they heartbeat, fail or complete:
+ * a locked one is skipped, and cleared at a later pass.
  */
 static const char *const clear_payload_sql =
 "WITH upd AS ("
@@ -131,7 +142,7 @@ static const char *const clear_payload_sql =
 " WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 "  SELECT c.ctid FROM ONLY idem_gate.claims c" IG_RANGE
 "  AND c.payload IS NOT NULL" IG_ORDER
-"  LIMIT $4))"
+"  LIMIT $4 FOR UPDATE OF c SKIP LOCKED))"
 " AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
 " AND d.workflow OPERATOR(pg_catalog.=) $1"
 " AND d.updated_at OPERATOR(pg_catalog.<) $3"
@@ -213,11 +224,10 @@ plan_sql(StmtId id, bool v11, bool shard, int *nargs, Oid **argtypes)
 	{
 		case STMT_BATCH + IG_STEP_DELETE_COMPLETED:
 			return psprintf(delete_sql, "completed", recheck("retention", shard),
-							"", "completed");
+							"completed");
 		case STMT_BATCH + IG_STEP_DELETE_FAILED:
 			return psprintf(delete_sql, "failed_retryable",
-							recheck("failed_retention", shard),
-							" FOR UPDATE OF c SKIP LOCKED", "failed_retryable");
+							recheck("failed_retention", shard), "failed_retryable");
 		case STMT_BATCH + IG_STEP_CLEAR_RECEIPTS:
 			return psprintf(clear_sql, "completed",
 							recheck("receipt_retention", shard), "completed");
@@ -251,7 +261,8 @@ plan_sql(StmtId id, bool v11, bool shard, int *nargs, Oid **argtypes)
 			return pstrdup("WITH del AS (DELETE FROM ONLY idem_gate.audit a"
 						   " WHERE a.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 						   "  SELECT b.ctid FROM ONLY idem_gate.audit b"
-						   "  WHERE b.at OPERATOR(pg_catalog.<) $1 ORDER BY b.at LIMIT $2))"
+						   "  WHERE b.at OPERATOR(pg_catalog.<) $1 ORDER BY b.at LIMIT $2"
+						   "  FOR UPDATE OF b SKIP LOCKED))"
 						   " AND a.at OPERATOR(pg_catalog.<) $1"
 						   " RETURNING 1) SELECT pg_catalog.count(*) FROM del");
 		default:
@@ -484,6 +495,15 @@ ig_janitor_sql_batch(IgJanitorDb *db, IgStep step, const IgBatchArgs *args,
 	{
 		res->last.at = DatumGetTimestampTz(column(0, 2, &isnull));
 		res->last.token = DatumGetInt64(column(0, 3, &isnull));
+	}
+	/* receipts: the first row skipped because another transaction holds it */
+	res->skipped = DT_NOEND;
+	if (step == IG_STEP_CLEAR_RECEIPTS)
+	{
+		Datum		d = column(0, 4, &isnull);
+
+		if (!isnull)
+			res->skipped = DatumGetTimestampTz(d);
 	}
 }
 

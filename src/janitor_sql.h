@@ -86,6 +86,8 @@ typedef struct IgBatchResult
 	uint64		count;			/* rows deleted, cleared or alerted */
 	IgCursor	last;			/* the last of them, where the next resumes */
 	IgStuckClaim *stuck;		/* the stuck step: its claims, in order */
+	TimestampTz skipped;		/* receipts: the first row another transaction
+								 * locked, which the batch skipped, or DT_NOEND */
 } IgBatchResult;
 
 extern void ig_janitor_sql_begin(IgJanitorDb *db);

@@ -97,6 +97,9 @@ typedef struct SharedSecrets
 /* idem_gate.secret_file */
 static char *secret_file = NULL;
 
+/* The setting is being defined in the session of a role that is not a superuser. */
+static bool defining_for_others = false;
+
 /* The set the setting's last good check gave, and how often it changed. */
 static SecretSet *assigned = NULL;
 static uint64 assigned_generation = 0;
@@ -225,7 +228,15 @@ read_secrets(const char *path, SecretSet *set)
 	int			lineno = 0;
 
 	memset(set, 0, sizeof(*set));
-	fd = open(path, O_RDONLY | PG_BINARY, 0);
+
+	/*
+	 * Never block: open() of a FIFO waits for a writer, in the postmaster
+	 * at a reload and in the DBA's session at ALTER SYSTEM.  Opened without
+	 * blocking, whatever the path names (a FIFO, a device, a directory, a
+	 * symbolic link to one) is checked through the descriptor, and only a
+	 * regular file is read.
+	 */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | PG_BINARY, 0);
 	if (fd < 0)
 	{
 		GUC_check_errdetail("Could not open \"%s\": %m.", path);
@@ -314,7 +325,26 @@ check_secret_file(char **newval, void **extra, GucSource source)
 
 	if (*newval != NULL && (*newval)[0] != '\0')
 	{
-		if (!read_secrets(*newval, &set))
+		if (read_secrets(*newval, &set))
+		{
+			/* read and checked */
+		}
+		else if (defining_for_others)
+		{
+			/*
+			 * PostgreSQL would send the failure, with the file's path, to
+			 * the client as a WARNING: to the server log only, and this
+			 * session has no secret (a keyed call says so, without the
+			 * path).
+			 */
+			ereport(LOG_SERVER_ONLY,
+					(errcode(ERRCODE_CONFIG_FILE_ERROR),
+					 errmsg("idem_gate.secret_file cannot be used in this session"),
+					 errdetail_internal("%s", GUC_check_errdetail_string ?
+										GUC_check_errdetail_string : "")));
+			memset(&set, 0, sizeof(set));
+		}
+		else
 		{
 			GUC_check_errcode(ERRCODE_CONFIG_FILE_ERROR);
 			return false;
@@ -400,6 +430,15 @@ ig_keyed_request_shmem(void)
 void
 ig_keyed_init(void)
 {
+	/*
+	 * Without preloading, the library is loaded by a session's first gate
+	 * call, whoever makes it, and the value of the setting from the
+	 * configuration file is checked then: its failure must not show the
+	 * file's path to a role that is not a superuser.
+	 */
+	defining_for_others = IsUnderPostmaster &&
+		!process_shared_preload_libraries_in_progress &&
+		IsTransactionState() && !superuser();
 	DefineCustomStringVariable("idem_gate.secret_file",
 							   "File of the secrets that keyed workflows hash their keys with.",
 							   "One \"id secret\" pair a line, the secret as hexadecimal of at least 32 bytes; the first line is current. Read at start and at reload; the file must not be readable by other users.",
@@ -407,6 +446,7 @@ ig_keyed_init(void)
 							   "",
 							   PGC_SIGHUP, GUC_SUPERUSER_ONLY,
 							   check_secret_file, assign_secret_file, NULL);
+	defining_for_others = false;
 }
 
 /*

@@ -69,6 +69,7 @@
 #include "utils/rls.h"
 #include "utils/syscache.h"
 
+#include "cached_code.h"
 #include "citus.h"
 #include "compat.h"
 #include "shape.h"
@@ -166,6 +167,20 @@ shape_relcache_cb(Datum arg, Oid relid)
 		ig_shape.valid = false;
 }
 
+/*
+ * A function or a constraint changed (CREATE OR REPLACE FUNCTION, ALTER
+ * FUNCTION, ALTER DOMAIN ... ADD CONSTRAINT): code attached to a table
+ * may now call it differently, and PostgreSQL does not invalidate the
+ * tables that use it.  Decide every table's shape again.
+ */
+static void
+shape_code_cb(Datum arg, int cacheid, uint32 hashvalue)
+{
+	for (int i = 0; i < IG_NUM_TABLES; i++)
+		table_shapes[i].valid = false;
+	ig_shape.valid = false;
+}
+
 /* A role's attributes or memberships changed: ask row security again. */
 static void
 shape_role_cb(Datum arg, int cacheid, uint32 hashvalue)
@@ -185,6 +200,8 @@ shape_register(void)
 	CacheRegisterRelcacheCallback(shape_relcache_cb, (Datum) 0);
 	CacheRegisterSyscacheCallback(AUTHOID, shape_role_cb, (Datum) 0);
 	CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, shape_role_cb, (Datum) 0);
+	CacheRegisterSyscacheCallback(PROCOID, shape_code_cb, (Datum) 0);
+	CacheRegisterSyscacheCallback(CONSTROID, shape_code_cb, (Datum) 0);
 	for (int i = 0; i < IG_NUM_TABLES; i++)
 		table_cxt[i] = AllocSetContextCreate(TopMemoryContext,
 											 "idem_gate table shape",
@@ -464,6 +481,7 @@ table_load(IgTable table)
 		s->rls = rel->rd_rel->relrowsecurity;
 		s->force_rls = rel->rd_rel->relforcerowsecurity;
 		table_find_code(rel, s);
+		s->cached_code = ig_cached_code_find(rel);
 		table_close(rel, AccessShareLock);
 	}
 	MemoryContextSwitchTo(old);

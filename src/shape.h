@@ -42,6 +42,8 @@ typedef struct IgTableShape
 	const char *write_code;		/* code a write runs (a description), or NULL */
 	const char *policy_code;	/* code a policy runs where it applies, or NULL */
 	char	   *rule;			/* the name of a rule on the table, or NULL */
+	char	   *cached_code;	/* code a per-backend cache keeps parsed under
+								 * the caller's search_path, or NULL */
 } IgTableShape;
 
 /* The columns of idem_gate.claims the store reads or writes. */

@@ -414,7 +414,10 @@ pass_state(char **dbname, const char **why)
  * attached to the extension's tables, resolve or do: fixed for the
  * janitor's session, over anything set anywhere.  search_path is the one
  * that matters for rights: with it pinned, a name in a DBA's trigger
- * cannot be redirected to a function the database owner planted.
+ * cannot be redirected to a function the database owner planted.  The
+ * janitor skips rows that other transactions lock, and waits at most a
+ * tenth of a second for a table lock before it leaves that step to the
+ * next pass (janitor.c): no session can make it wait.
  */
 static void
 pin_settings(void)
@@ -423,7 +426,7 @@ pin_settings(void)
 		{"search_path", "pg_catalog, pg_temp"},
 		{"default_transaction_isolation", "read committed"},
 		{"statement_timeout", "0"},
-		{"lock_timeout", "0"},
+		{"lock_timeout", "100ms"},
 		{"idle_in_transaction_session_timeout", "0"},
 		{"transform_null_equals", "off"},
 		{"DateStyle", "ISO, MDY"},

@@ -65,6 +65,28 @@ rm -f /tmp/idem_n8n_psql.$$
 echo "ok - the README's n8n role block (identical in docs/n8n.md) runs as written"
 passed=$((passed + 1))
 
+# what the README and docs have that role call works with exactly those
+# grants: both forms of idem_claim_ex (the README's example passes five
+# arguments, the n8n recipe six), the completion, the failure, the status
+if psql -X -q -At -v ON_ERROR_STOP=1 -U "$IDEM_N8N_ROLE" >/tmp/idem_n8n_calls.$$ 2>&1 <<'SQL'
+SELECT outcome FROM idem_claim_ex('doc_evt_5', 'doc_grants', '15 minutes', NULL, 'run-41');
+SELECT outcome FROM idem_claim_ex('doc_evt_6', 'doc_grants', '15 minutes', NULL, 'run-42', '{"id": 6}');
+SELECT idem_complete('doc_evt_5', 'doc_grants',
+	(SELECT token FROM idem_gate.claims WHERE workflow = 'doc_grants' AND key = 'doc_evt_5'), '{"ok": true}');
+SELECT idem_fail('doc_evt_6', 'doc_grants',
+	(SELECT token FROM idem_gate.claims WHERE workflow = 'doc_grants' AND key = 'doc_evt_6'), 'boom', true);
+SELECT state FROM idem_status('doc_evt_5', 'doc_grants');
+SQL
+then
+	echo "ok - the documented n8n role calls idem_claim_ex with five and six arguments, completes, fails and reads a status"
+	passed=$((passed + 1))
+else
+	cat /tmp/idem_n8n_calls.$$; rm -f /tmp/idem_n8n_calls.$$
+	fail "the documented n8n role cannot make the calls the docs show it"
+fi
+rm -f /tmp/idem_n8n_calls.$$
+psql -X -q -c "DELETE FROM idem_gate.claims WHERE workflow = 'doc_grants'" >/dev/null
+
 # the queries; its closing line is folded into this suite's
 node queries.test.mjs >/tmp/idem_n8n_q.$$ 2>&1
 rc=$?

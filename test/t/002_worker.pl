@@ -36,10 +36,10 @@ sub waiting_janitor
 	my ($node, $not_pid) = @_;
 	$not_pid //= 0;
 	$node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND wait_event_type = 'Lock' AND pid <> $not_pid")
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND wait_event = 'PgSleep' AND pid <> $not_pid")
 	  or return 0;
 	return $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND wait_event_type = 'Lock' AND pid <> $not_pid");
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND wait_event = 'PgSleep' AND pid <> $not_pid");
 }
 
 sub wait_for_worker
@@ -141,8 +141,9 @@ is(worker_pid($node, 'launcher'), $launcher, 'the same launcher process, no rest
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET idem_gate.retention; SELECT pg_reload_conf()');
 
 # pg_terminate_backend and kill -9 during a pass: the passes go on, and a
-# batch is never half done.  A client holds a lock on the oldest expired
-# row, so a pass waits in its first batch for as long as the test needs.
+# batch is never half done.  A DBA's trigger sleeps while the first batch
+# deletes the oldest expired row, for as long as the test needs (a row a
+# client locks no longer holds a pass: the janitor skips it).
 $node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = '1h'; SELECT pg_reload_conf()});
 $node->poll_query_until('postgres', "SELECT current_setting('idem_gate.naptime') = '1h'");
 $node->safe_psql('postgres', q{
@@ -160,12 +161,22 @@ $node->safe_psql('postgres', q{
 		now(), now(), now(), now()
 	  FROM generate_series(1, 1000) g;
 });
-my $blocker = $node->background_psql('postgres');
-is($blocker->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = 'b20000' FOR UPDATE;"),
-	'b20000', 'a client locks the oldest expired row');
+$node->safe_psql('postgres', q{
+	CREATE TABLE public.hold_pass (on_key text);
+	INSERT INTO public.hold_pass VALUES ('b20000');
+	CREATE FUNCTION public.slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+		WHILE EXISTS (SELECT 1 FROM public.hold_pass h WHERE h.on_key OPERATOR(pg_catalog.=) OLD.key) LOOP
+			PERFORM pg_catalog.pg_sleep(0.05);
+		END LOOP;
+		RETURN OLD;
+	END $$;
+	CREATE TRIGGER slow_delete BEFORE DELETE ON idem_gate.claims
+		FOR EACH ROW EXECUTE FUNCTION public.slow_delete();
+});
 $node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = 1; SELECT pg_reload_conf()});
 my $janitor = waiting_janitor($node);
-ok($janitor, 'a pass waits for it');
+ok($janitor, 'a pass is held in its first batch');
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($janitor)");
 my $next = waiting_janitor($node, $janitor);
 ok($next, 'pg_terminate_backend ends that pass; the next pass comes');
@@ -173,7 +184,8 @@ $log_offset = -s $node->logfile;
 kill 'KILL', $next;
 ok($node->wait_for_log(qr/\(PID $next\) was terminated by signal 9/, $log_offset),
 	'kill -9 of the janitor: the postmaster restarts the cluster');
-eval { $blocker->quit; };		# the restart ended its session
+$node->poll_query_until('postgres', 'SELECT true');	# the restart is over
+$node->safe_psql('postgres', 'DELETE FROM public.hold_pass');
 ok($node->poll_query_until('postgres', 'SELECT janitor_passes > 0 FROM idem_gate.stats'),
 	'and the passes come back');
 ok($node->poll_query_until('postgres',
@@ -182,6 +194,11 @@ ok($node->poll_query_until('postgres',
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM idem_gate.claims WHERE workflow = 'bulk' AND result = '{}' AND state = 'completed'"),
 	'1000', 'and every live row is intact');
+$node->safe_psql('postgres', q{
+	DROP TRIGGER slow_delete ON idem_gate.claims;
+	DROP FUNCTION public.slow_delete();
+	DROP TABLE public.hold_pass;
+});
 
 # DROP EXTENSION while the worker runs: one log line, quiet idle; CREATE
 # again: it resumes

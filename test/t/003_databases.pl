@@ -60,14 +60,34 @@ sub gate_db
 }
 
 # an expired claim key in db, a day older than old_claim's so that a pass
-# meets it first, and a session holding it locked: a pass there waits
+# meets it first, and a DBA's trigger that holds the pass deleting it for
+# as long as the test needs (a row a client locks no longer holds a pass:
+# the janitor skips it); release_hold() lets the pass go on
 sub lock_claim
 {
 	my ($node, $db, $key) = @_;
 	old_claim($node, $db, $key, 41);
-	my $session = $node->background_psql($db);
-	$session->query_safe("BEGIN; SELECT key FROM idem_gate.claims WHERE key = '$key' FOR UPDATE;");
-	return $session;
+	$node->safe_psql($db, qq{
+		CREATE TABLE IF NOT EXISTS public.hold_pass (on_key text);
+		CREATE OR REPLACE FUNCTION public.hold_pass() RETURNS trigger LANGUAGE plpgsql AS \$\$
+		BEGIN
+			WHILE EXISTS (SELECT 1 FROM public.hold_pass h WHERE h.on_key OPERATOR(pg_catalog.=) OLD.key) LOOP
+				PERFORM pg_catalog.pg_sleep(0.05);
+			END LOOP;
+			RETURN OLD;
+		END \$\$;
+		DROP TRIGGER IF EXISTS hold_pass ON idem_gate.claims;
+		CREATE TRIGGER hold_pass BEFORE DELETE ON idem_gate.claims
+			FOR EACH ROW EXECUTE FUNCTION public.hold_pass();
+		INSERT INTO public.hold_pass VALUES ('$key');
+	});
+	return [ $node, $db, $key ];
+}
+
+sub release_hold
+{
+	my ($hold) = @_;
+	$hold->[0]->safe_psql($hold->[1], "DELETE FROM public.hold_pass WHERE on_key = '$hold->[2]'");
 }
 
 # the pid of a janitor at work in a database, once there is one
@@ -81,11 +101,11 @@ sub janitor_in
 		"SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND datname = '$db'");
 }
 
-# the pid of a janitor waiting for a row lock in a database, once there is one
+# the pid of a janitor held in a pass in a database, once there is one
 sub waiting_janitor
 {
 	my ($node, $db, $not_pid) = @_;
-	my $q = "FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND datname = '$db' AND wait_event_type = 'Lock' AND pid <> $not_pid";
+	my $q = "FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND datname = '$db' AND wait_event = 'PgSleep' AND pid <> $not_pid";
 	$node->poll_query_until('postgres', "SELECT count(*) = 1 $q") or return 0;
 	return $node->safe_psql('postgres', "SELECT pid $q");
 }
@@ -148,8 +168,8 @@ $node->safe_psql('postgres', 'DROP DATABASE tmpl');
 $node->safe_psql('postgres', 'DROP DATABASE closed');
 $node->safe_psql('postgres', 'DROP DATABASE gate_src');
 
-# at most max_janitors at once: a client in each of three databases holds
-# a lock on an expired row, so each pass waits in its first batch
+# at most max_janitors at once: in each of three databases a pass is held
+# in its first batch
 set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'");
 wait_setting($node, 'idem_gate.naptime', '1h');
 sleep 1;
@@ -160,8 +180,8 @@ for my $db (qw(db1 db2 db3))
 }
 set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
 ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND wait_event_type = 'Lock'"),
-	'two passes wait for the locks');
+	"SELECT count(*) = 2 FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND wait_event = 'PgSleep'"),
+	'two passes are held');
 my ($most, $samples) = (0, 0);
 my $end = time() + 3;
 while (time() < $end)
@@ -177,9 +197,8 @@ my $waiting = $node->safe_psql('postgres',
 	"SELECT string_agg(datname, ',' ORDER BY datname) FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor'");
 my ($idle) = grep { $waiting !~ /\b$_\b/ } qw(db1 db2 db3);
 ok($idle, "the third database waits for a free janitor ($waiting at work)");
-$blockers{$_}->query_safe('COMMIT') for qw(db1 db2 db3);
-$blockers{$_}->quit for qw(db1 db2 db3);
-ok(gone($node, $_, 'locked'), "once the locks are released every pass finishes ($_)") for qw(db1 db2 db3);
+release_hold($blockers{$_}) for qw(db1 db2 db3);
+ok(gone($node, $_, 'locked'), "once released every pass finishes ($_)") for qw(db1 db2 db3);
 
 # a launcher that ends (pg_terminate_backend; the postmaster starts it again
 # after 10 s) leaves its janitors at work: the next launcher finds the pass
@@ -190,7 +209,7 @@ sleep 1;	# no pass takes the claim before the lock is held
 my $holder1 = lock_claim($node, 'db1', 'locked');
 set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
 my $first = waiting_janitor($node, 'db1', 0);
-ok($first, 'a pass in db1 waits for a lock');
+ok($first, 'a pass in db1 is held');
 my $launcher = $node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'idem_gate launcher'");
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($launcher)");
@@ -201,8 +220,7 @@ sleep 3;	# three of the new launcher's naptimes
 is($node->safe_psql('postgres',
 	"SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND datname = 'db1'"),
 	$first, "the new launcher starts no second janitor beside its predecessor's");
-$holder1->query_safe('COMMIT');
-$holder1->quit;
+release_hold($holder1);
 ok(gone($node, 'db1', 'locked'), 'and that pass finishes');
 
 # a database without the extension: nothing logged; installed later, it is
@@ -257,13 +275,12 @@ my $holder = lock_claim($node, 'dropx', 'locked');
 $log_offset = -s $node->logfile;
 set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
 my $dropx_janitor = waiting_janitor($node, 'dropx', 0);
-ok($dropx_janitor, 'a pass in dropx waits for a lock');
+ok($dropx_janitor, 'a pass in dropx is held');
 my $dropper = $node->background_psql('dropx');
 $dropper->query_until(qr/go/, "\\echo go\nDROP EXTENSION idem_gate CASCADE;\n");
 $node->poll_query_until('postgres',
 	"SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = 'dropx' AND query LIKE 'DROP EXTENSION%' AND wait_event_type = 'Lock'");
-$holder->query_safe('COMMIT');
-$holder->quit;
+release_hold($holder);
 $dropper->quit;
 ok($node->wait_for_log(qr/\[$dropx_janitor\] LOG:  idem_gate janitor: extension idem_gate is not installed in database "dropx"; idling/,
 	$log_offset), 'DROP EXTENSION during a pass: the janitor says it idles');
@@ -271,7 +288,7 @@ unlike(slurp_file($node->logfile, $log_offset), qr/\[$dropx_janitor\] ERROR/, 'w
 $node->safe_psql('postgres', 'DROP DATABASE dropx');
 
 # pg_database is read every naptime and at a reload, not at every wake:
-# with naptime = 1h and a pass waiting for a lock (the launcher then wakes
+# with naptime = 1h and a pass held (the launcher then wakes
 # every 250 ms to watch it), a database created after the last scan waits
 # for the next reload
 set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'");
@@ -279,7 +296,7 @@ wait_setting($node, 'idem_gate.naptime', '1h');
 gate_db($node, 'nap_a');
 $holder = lock_claim($node, 'nap_a', 'locked');
 $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
-ok(waiting_janitor($node, 'nap_a', 0), 'after a reload, a pass in the new database nap_a waits for a lock');
+ok(waiting_janitor($node, 'nap_a', 0), 'after a reload, a pass in the new database nap_a is held');
 gate_db($node, 'nap_b');
 old_claim($node, 'nap_b', 'unseen');
 sleep 2;
@@ -287,8 +304,7 @@ is(count_rows($node, 'nap_b', "key = 'unseen'"), '1',
 	'a database created after the scan is not served before the next one');
 $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 ok(gone($node, 'nap_b', 'unseen'), 'it is at the next reload');
-$holder->query_safe('COMMIT');
-$holder->quit;
+release_hold($holder);
 set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
 ok(gone($node, 'nap_a', 'locked'), 'and the waiting pass finishes');
 $node->safe_psql('postgres', "DROP DATABASE $_") for qw(nap_a nap_b);
@@ -301,7 +317,7 @@ wait_setting($node, 'idem_gate.max_janitors', '1');
 gate_db($node, 'hold_a');
 $holder = lock_claim($node, 'hold_a', 'locked');
 $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
-ok(waiting_janitor($node, 'hold_a', 0), 'the one janitor slot is taken by a pass waiting for a lock');
+ok(waiting_janitor($node, 'hold_a', 0), 'the one janitor slot is taken by a held pass');
 gate_db($node, 'late_closed');
 old_claim($node, 'late_closed', 'late');
 $log_offset = -s $node->logfile;
@@ -309,8 +325,7 @@ $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 $node->wait_for_log(qr/received SIGHUP/, $log_offset);
 sleep 3;	# the launcher's scan after the reload lists late_closed, open
 $node->safe_psql('postgres', 'ALTER DATABASE late_closed ALLOW_CONNECTIONS false');
-$holder->query_safe('COMMIT');
-$holder->quit;
+release_hold($holder);
 ok($node->wait_for_log(qr/LOG:  idem_gate janitor: database "late_closed" no longer allows connections; the janitor skips it/,
 	$log_offset), 'a pass started from the older list for a database closed since skips it');
 unlike(slurp_file($node->logfile, $log_offset), qr/FATAL/, 'no janitor failed to connect');
@@ -342,7 +357,7 @@ for my $db (qw(db1 db2))
 }
 set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.retention');
 
-# SIGTERM ends a pass at once, even one waiting for a lock; kill -9 in the
+# SIGTERM ends a pass at once, even a held one; kill -9 in the
 # middle of a pass: crash restart, then every database is served again and
 # no batch was half done
 set_and_reload($node, "ALTER SYSTEM SET idem_gate.naptime = '1h'");
@@ -359,7 +374,7 @@ old_claim($node, 'db2', 'crash_db2');
 my $blocker = lock_claim($node, 'db1', 'locked');
 set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
 my $janitor = waiting_janitor($node, 'db1', 0);
-ok($janitor, 'a pass in db1 waits for a lock');
+ok($janitor, 'a pass in db1 is held');
 $log_offset = -s $node->logfile;
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($janitor)");
 ok($node->wait_for_log(qr/\[$janitor\] FATAL:  terminating background worker "idem_gate janitor" due to administrator command/,
@@ -370,7 +385,8 @@ $log_offset = -s $node->logfile;
 kill 'KILL', $next;
 ok($node->wait_for_log(qr/\(PID $next\) was terminated by signal 9/, $log_offset),
 	'kill -9 of a janitor during a pass: the postmaster restarts the cluster');
-eval { $blocker->quit; };		# the restart ended its session
+$node->poll_query_until('postgres', 'SELECT true');	# the restart is over
+release_hold($blocker);
 ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate launcher'"),
 	'after the crash restart the launcher is back');
 ok(gone($node, 'db2', 'crash_db2'), 'db2 is served again');

@@ -17,6 +17,7 @@ $primary->init(allows_streaming => 1);
 $primary->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'idem_gate'
 idem_gate.naptime = 1
+max_prepared_transactions = 2
 });
 $primary->start;
 $primary->safe_psql('postgres', 'CREATE EXTENSION idem_gate');
@@ -123,8 +124,36 @@ my $tok2 = $primary->safe_psql('postgres',
 $primary->safe_psql('postgres', "SELECT idem_claim('order-3', 'charge')");
 $primary->wait_for_catchup('s1');
 
+# a procedure that claims and commits, for the commit paths below
+$primary->safe_psql('postgres', q{
+CREATE PROCEDURE claim_and_commit(k text) LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM pg_catalog.set_config('synchronous_commit', 'local', false);
+	PERFORM idem_claim(k, 'charge');
+	COMMIT;
+END $$});
+$primary->wait_for_catchup('s1');
+
 # the standby goes away (a partition; here: stopped): every commit waits
 $standby->stop;
+
+# every commit path waits, whatever the session's synchronous_commit:
+# PREPARE TRANSACTION (so that COMMIT PREPARED finds the prepared claim on
+# the standby: after a failover it still holds its row) and a procedure's
+# own COMMIT
+{
+	my ($hp, $outp, $errp) = background($primary,
+		"SET synchronous_commit = local; BEGIN; SELECT idem_claim('prep-1', 'charge') /* runP */; PREPARE TRANSACTION 'p1'");
+	my $pidp = waiting_for_standby($primary, '%runP%');
+	ok($pidp, 'PREPARE TRANSACTION of a claim waits for the stopped standby, with synchronous_commit = local');
+	$primary->safe_psql('postgres', "SELECT pg_terminate_backend($pidp)");
+	$hp->finish;
+	unlike($$outp, qr/PREPARE TRANSACTION/, 'and does not return');
+}
+is($primary->safe_psql('postgres', "SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'p1'"),
+	'1', 'the transaction is prepared on the primary only');
+$primary->safe_psql('postgres', "SET synchronous_commit = local; ROLLBACK PREPARED 'p1'");
+committed_locally_only($primary, "CALL claim_and_commit('proc-1') /* runQ */", 'runQ');
 
 committed_locally_only($primary,
 	"SELECT outcome, token FROM idem_claim_ex('order-1', 'charge', '1 hour', NULL, 'runA')",

@@ -85,6 +85,37 @@ for my $case (@bad)
 write_secrets([ "s1 $s1" ]);
 reload();
 
+# a path that is not a regular file (a FIFO, a directory, a symbolic link
+# to a FIFO) is refused without blocking: at reload the postmaster logs it
+# and goes on accepting connections, ALTER SYSTEM answers at once, and the
+# secrets in force stay
+{
+	my $fifo = $node->basedir . '/secrets.fifo';
+	my $link = $node->basedir . '/secrets.link';
+	system('mkfifo', '-m', '600', $fifo) == 0 or die "mkfifo: $!";
+	symlink($fifo, $link) or die "symlink: $!";
+	for my $path ($fifo, $node->basedir, $link)
+	{
+		$offset = -s $node->logfile;
+		$node->append_conf('postgresql.conf', "idem_gate.secret_file = '$path'");
+		$node->reload;
+		my ($ret, $out, $err) = $node->psql('postgres', "SELECT 'connected'",
+			timeout => 10);
+		is($out, 'connected', "after a reload naming $path, the server accepts connections");
+		$node->poll_query_until('postgres', "SELECT pg_read_file('" . $node->logfile . "', $offset, 100000) LIKE '%is not a regular file%'")
+		  or diag('no refusal logged');
+		like(slurp_file($node->logfile, $offset), qr/"\Q$path\E" is not a regular file/,
+			"the refusal of $path is logged");
+		($ret, $out, $err) = $node->psql('postgres',
+			"ALTER SYSTEM SET idem_gate.secret_file = '$path'", timeout => 10);
+		like($err, qr/is not a regular file/, "ALTER SYSTEM naming $path is refused at once");
+		is($node->safe_psql('postgres', "SELECT idem_claim('RAWKEYED_0\@example.com', 'crm', NULL)"),
+			'in_flight', 'the secrets in force stay');
+	}
+	$node->append_conf('postgresql.conf', "idem_gate.secret_file = '$secrets'");
+	reload();
+}
+
 # distinctive keys in a keyed and in a plain workflow, through every path
 # that writes or logs a key: claims, completions, failures, operators'
 # actions, errors, the janitor's stuck alerts, the SQL path as well

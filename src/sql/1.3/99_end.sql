@@ -1,1 +1,3 @@
-/* The end of the update to 1.3. */
+
+/* The helper of this update is not part of 1.3. */
+DROP FUNCTION idem_gate.outside_extension(pg_catalog.text[]);

@@ -1,0 +1,107 @@
+--
+-- Bulk decisions (1.3): idem_resolve_many() and idem_release_many() decide
+-- each claim on its own, with one audit row each, and answer one row per
+-- key in input order: decided, already_decided, not_found, not_permitted.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS idem_gate;
+RESET client_min_messages;
+DELETE FROM idem_gate.claims;
+DELETE FROM idem_gate.policies;
+SELECT current_user AS su \gset
+\set SHOW_CONTEXT never
+
+CREATE ROLE regress_bk_ops;
+CREATE ROLE regress_bk_half;
+GRANT USAGE ON SCHEMA idem_gate TO regress_bk_ops, regress_bk_half;
+GRANT EXECUTE ON FUNCTION
+	idem_resolve(text, text, text, jsonb, text, text),
+	idem_release(text, text, text, text),
+	idem_resolve_many(text[], text, text, jsonb, text, text),
+	idem_release_many(text[], text, text, text),
+	idem_gate.history(text, text)
+	TO regress_bk_ops;
+-- a role given the bulk function but not the single-key one it calls
+GRANT EXECUTE ON FUNCTION idem_resolve_many(text[], text, text, jsonb, text, text) TO regress_bk_half;
+ALTER ROLE regress_bk_ops SET idem_gate.workflow_acl = on;
+SELECT idem_gate.grant_workflow('regress_bk_ops', 'bulk');
+
+-- five claims in review, one completed, one in another workflow
+SELECT count(idem_fail(k, 'bulk', NULL, 'timeout', false))
+  FROM (SELECT k, idem_claim(k, 'bulk') FROM unnest(ARRAY['b1', 'b2', 'b3', 'b4', 'b6']) k) s;
+SELECT idem_complete('b5', 'bulk', NULL, '{"charge": 5}') FROM idem_claim('b5', 'bulk');
+SELECT idem_fail('x1', 'other', NULL, 'timeout', false) FROM idem_claim('x1', 'other');
+
+SET ROLE regress_bk_ops;
+-- each key answered on its own, in input order: a completed claim, an
+-- unknown key, a NULL, an empty key and a repeat are not decided
+SELECT * FROM idem_resolve_many(ARRAY['b1', 'b2', 'b5', 'nope', NULL, 'b1', ''],
+	'bulk', 'retry', NULL, 'the sender fixed it', 'alice');
+SELECT * FROM idem_resolve_many(ARRAY['b4'], 'bulk', 'completed', '{"by": "hand"}', 'charged by hand', 'alice');
+-- another team's workflow: every key not permitted, nothing changed
+SELECT * FROM idem_resolve_many(ARRAY['x1', 'x2'], 'other', 'retry', NULL, 'not ours', 'alice');
+SELECT * FROM idem_release_many(ARRAY['b3', 'b3', 'zz', 'b1'], 'bulk', 'sender gave up', 'bob');
+SELECT * FROM idem_release_many(ARRAY['x1'], 'other', 'not ours', 'bob');
+-- an empty array answers nothing
+SELECT count(*) FROM idem_resolve_many('{}', 'bulk', 'retry');
+SELECT count(*) FROM idem_release_many('{}', 'bulk');
+-- bad arguments: an error for the whole call, before any key
+SELECT * FROM idem_resolve_many(NULL, 'bulk', 'retry');
+SELECT * FROM idem_resolve_many(ARRAY['b6'], NULL, 'retry');
+SELECT * FROM idem_resolve_many(ARRAY['b6'], '', 'retry');
+SELECT * FROM idem_resolve_many(ARRAY['b6'], 'bulk', NULL);
+SELECT * FROM idem_resolve_many(ARRAY['b6'], 'bulk', 'done');
+SELECT * FROM idem_release_many(NULL, 'bulk');
+-- a key longer than any claim's: not found
+SELECT outcome FROM idem_resolve_many(ARRAY[repeat('k', 300)], 'bulk', 'retry');
+-- one audit row per decision, with the person and the reason
+SELECT action, actor, reason, state_before, state_after FROM idem_gate.history('b1', 'bulk');
+SELECT action, actor, reason, state_before, state_after FROM idem_gate.history('b4', 'bulk');
+RESET ROLE;
+SET ROLE regress_bk_half;
+SELECT * FROM idem_resolve_many(ARRAY['b6'], 'bulk', 'retry');
+RESET ROLE;
+SELECT workflow, key, state FROM idem_gate.claims ORDER BY workflow, key;
+SELECT action, workflow, key, actor FROM idem_gate.audit
+ WHERE workflow IN ('bulk', 'other') ORDER BY id;
+
+-- the inbox filtered and paged as docs/reference.md shows: by workflow,
+-- reason, age and key prefix, in (since, workflow, key) order, each page
+-- starting after the last row of the one before; two claims share a since
+DELETE FROM idem_gate.claims;
+SELECT count(idem_fail(k, w, NULL, 'timeout', false))
+  FROM (SELECT k, w, idem_claim(k, w) FROM (VALUES ('p_1', 'pg'), ('p_2', 'pg'), ('p_3', 'pg'),
+		('q_1', 'pg'), ('p_4', 'pg2'), ('p_5', 'pg')) v(k, w)) s;
+UPDATE idem_gate.claims SET created_at = '2026-01-01', claimed_at = '2026-01-01',
+	updated_at = '2026-01-01'::timestamptz + (CASE key WHEN 'p_3' THEN 1 ELSE substr(key, 3)::int END) * interval '1 hour';
+CREATE TEMP TABLE pages (page int, key text);
+DO $$
+DECLARE
+	c_since timestamptz := '-infinity';
+	c_workflow text := '';
+	c_key text := '';
+	n int := 0;
+	got int;
+BEGIN
+	LOOP
+		n := n + 1;
+		INSERT INTO pages
+			SELECT n, i.key FROM idem_gate.inbox i
+			 WHERE i.workflow = 'pg' AND i.reason = 'needs_review'
+			   AND i.since < now() - interval '1 hour' AND i.key LIKE 'p\_%'
+			   AND (i.since, i.workflow, i.key) > (c_since, c_workflow, c_key)
+			 ORDER BY i.since, i.workflow, i.key LIMIT 2;
+		GET DIAGNOSTICS got = ROW_COUNT;
+		EXIT WHEN got = 0;
+		SELECT i.since, i.workflow, i.key INTO c_since, c_workflow, c_key
+		  FROM idem_gate.inbox i JOIN pages p ON p.key = i.key AND p.page = n
+		 ORDER BY i.since DESC, i.workflow DESC, i.key DESC LIMIT 1;
+	END LOOP;
+END $$;
+SELECT page, key FROM pages ORDER BY page, key;
+
+-- clean up
+DELETE FROM idem_gate.claims;
+DELETE FROM idem_gate.workflow_acl WHERE role::text LIKE 'regress_bk_%';
+DROP OWNED BY regress_bk_ops, regress_bk_half;
+DROP ROLE regress_bk_ops, regress_bk_half;
