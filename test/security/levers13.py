@@ -165,6 +165,16 @@ GRANT EXECUTE ON FUNCTION idem_gate.history(text, text), idem_status(text, text)
     idem_heartbeat(text, text, bigint), idem_fail(text, text, bigint, text, boolean),
     idem_release(text, text, text), idem_resolve(text, text, text, jsonb, text)
     TO mx_reader13, mx_side13, mx_team13, mx_teamdb13, mx_grants13;
+-- 1.3's bulk decisions, where this version has them
+DO $$
+BEGIN
+    IF to_regprocedure('idem_release_many(text[], text, text, text)') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION idem_release_many(text[], text, text, text),
+            idem_resolve_many(text[], text, text, jsonb, text, text),
+            idem_release(text, text, text, text), idem_resolve(text, text, text, jsonb, text, text)
+            TO mx_reader13, mx_team13, mx_teamdb13, mx_grants13;
+    END IF;
+END $$;
 -- the README's operator role (the inbox page)
 GRANT SELECT ON idem_gate.inbox TO mx_inbox13;
 GRANT EXECUTE ON FUNCTION idem_gate.history(text, text),
@@ -292,6 +302,9 @@ SESSION_LEVERS = {
         dict(xact=True, sql=["DO $$ BEGIN PERFORM idem_complete('mx13_own_p', 'mx13_own', 0, '{{}}');"
                              " EXCEPTION WHEN object_not_in_prerequisite_state THEN NULL; END $$"]),
     "procedure traps a refused call": dict(xact=True, sql=["CALL mx_reader13.trap()"]),
+    # 1.3's bulk decisions trap each key's refusal in an EXCEPTION block
+    "a bulk release answers not_permitted":
+        dict(xact=True, sql=["SELECT * FROM idem_release_many(ARRAY['payroll_r'], 'payroll')"]),
     "procedure traps a refused call and commits": dict(xact=False, sql=["CALL mx_reader13.trap_commit()"]),
     "SET ROLE to another role it may, and back":
         dict(xact=True, sql=["SET ROLE mx_side13", "SELECT count(*) FROM idem_gate.claims",
@@ -450,8 +463,9 @@ MEMBERS = [
     ("mx_m1x13", "member of a role whose setting is written 1", True, []),
 ]
 
-# Calls on another team's workflow: each must be refused with 42501 and
-# change nothing.  {tok} is the token of payroll_p.
+# Calls on another team's workflow: each must be refused with 42501 (a
+# bulk decision: answer not_permitted for each key) and change nothing.
+# {tok} is the token of payroll_p.
 MEMBER_CALLS = {
     "idem_status": "SELECT * FROM idem_status('payroll_c', 'payroll')",
     "idem_gate.history": "SELECT * FROM idem_gate.history('payroll_x', 'payroll')",
@@ -461,6 +475,8 @@ MEMBER_CALLS = {
     "idem_complete": "SELECT idem_complete('payroll_p', 'payroll', {tok}, '{{\"by\": \"member\"}}')",
     "idem_heartbeat": "SELECT idem_heartbeat('payroll_p', 'payroll', {tok})",
     "idem_fail": "SELECT idem_fail('payroll_p', 'payroll', {tok}, 'member', true)",
+    "idem_release_many": "SELECT outcome FROM idem_release_many(ARRAY['payroll_r', 'payroll_c'], 'payroll')",
+    "idem_resolve_many": "SELECT outcome FROM idem_resolve_many(ARRAY['payroll_r'], 'payroll', 'completed')",
 }
 
 
@@ -489,7 +505,10 @@ def member_cells(db, su, quick):
             # the token of the canary's processing claim, as it is now
             r = attempt(cur, sql.format(tok=tok) if own is None else sql)
             c.close()
-            if own is None:
+            if own is None and inherits and r[0] == "rows" and "_many" in what:
+                if not r[1] or any(row != ("not_permitted",) for row in r[1]):
+                    problems.append("a bulk decision on another workflow answered %s" % r[1])
+            elif own is None:
                 # a call on another workflow: refused, whoever calls
                 if r[0] != "error" or r[1] != "42501":
                     problems.append("not refused with 42501: %s" % str(r[1:] if r[0] == "error" else r[1])[:200])
