@@ -662,6 +662,11 @@ CREATE FUNCTION public.key_outer(k text) RETURNS text LANGUAGE sql IMMUTABLE AS 
 CREATE DOMAIN public.mx_kdom AS text CHECK (public.key_prefix(coalesce(VALUE, 'domain_x')) IS NOT NULL);
 CREATE DOMAIN public.mx_kdom2 AS text CHECK (public.key_outer(coalesce(VALUE, 'domain_x')) IS NOT NULL);
 CREATE TYPE public.mx_kpair AS (a public.mx_kdom);
+CREATE FUNCTION public.mx_ktrig() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 'a_b'::public.mx_kdom;
+    RETURN NULL;
+END $$;
 """
 # kind: (attach, detach, the name a refusal must give, the functions it may
 # name).  The first three get every priming and every entry point; the
@@ -705,6 +710,10 @@ CACHED_KINDS = {
         (["ALTER TABLE idem_gate.{t} ADD COLUMN mx_kgen text GENERATED ALWAYS AS"
           " ((({c})::text::public.mx_kdom)::text) STORED"],
          ["ALTER TABLE idem_gate.{t} DROP COLUMN mx_kgen"], "mx_kdom", ["key_prefix"]),
+    "inlined SQL function in a domain CHECK, reached by a cast in a trigger's function":
+        (["CREATE TRIGGER mx_ktr AFTER INSERT OR UPDATE OR DELETE ON idem_gate.{t}"
+          " FOR EACH ROW EXECUTE FUNCTION public.mx_ktrig()"],
+         ["DROP TRIGGER mx_ktr ON idem_gate.{t}"], "mx_kdom", ["key_prefix"]),
     "inlined SQL function in a domain CHECK, reached by a cast in an index expression":
         (["CREATE INDEX mx_kic_{t} ON idem_gate.{t} ((({c})::text::public.mx_kdom))"],
          ["DROP INDEX idem_gate.mx_kic_{t}"], "mx_kdom", ["key_prefix"]),
