@@ -913,8 +913,10 @@ STATE_MAKERS = {
 }
 
 # Who holds the row, and how: a client's or operator's gate call left
-# uncommitted, a DBA's row lock.  (The client's repeated idem_complete and
-# idem_fail on a failed claim take no row lock in 1.2: nothing to hold.)
+# uncommitted, a DBA's row lock, or a DBA's table lock (then nothing of the
+# table can be written: the pass must only not wait on it, and the next
+# one do the work).  (The client's repeated idem_complete and idem_fail on
+# a failed claim take no row lock in 1.2: nothing to hold.)
 HOLDERS = {
     "client heartbeat": ("mx_client13", "SELECT idem_heartbeat('{k}', '{w}', {tok})", ["processing"]),
     "client retry": ("mx_client13", "SELECT outcome FROM idem_claim_ex('{k}', '{w}', NULL, NULL, 'run-H')",
@@ -924,7 +926,10 @@ HOLDERS = {
     "operator resolve": ("mx_oper13", "SELECT idem_resolve('{k}', '{w}', 'completed', '{{}}', 'held open')",
                          ["review"]),
     "DBA row lock": ("postgres", "SELECT 1 FROM ONLY idem_gate.audit WHERE key = '{k}' FOR UPDATE", ["audit"]),
+    "DBA table lock": ("postgres", "LOCK TABLE ONLY idem_gate.{table} IN SHARE MODE", ["completed", "audit"]),
 }
+# the steps a table lock is tried against: one per table
+TABLE_LOCK_STEPS = ["delete completed", "prune audit"]
 
 JANITOR_SETUP = r"""
 GRANT USAGE ON SCHEMA idem_gate TO mx_client13, mx_oper13;
@@ -1036,10 +1041,11 @@ def janitor_cells(su, dbname, quick):
     n = 0
     for step, (state, age, done) in JANITOR_STEPS.items():
         for holder, (role, hold_sql, states) in HOLDERS.items():
-            if state not in states:
+            if state not in states or (hold_sql.startswith("LOCK") and step not in TABLE_LOCK_STEPS):
                 continue
             n += 1
-            if quick and step not in ("clear payloads of processing", "delete completed"):
+            if quick and (step not in ("clear payloads of processing", "delete completed")
+                          or hold_sql.startswith("LOCK")):
                 continue
             w = "mx13_j%d" % n
             problems = []
@@ -1055,7 +1061,9 @@ def janitor_cells(su, dbname, quick):
             h = connect(dbname, role)
             hc = h.cursor()
             hc.execute("BEGIN")
-            r = attempt(hc, hold_sql.format(k=w + "_held", w=w, tok=held_tok))
+            table_lock = hold_sql.startswith("LOCK")
+            r = attempt(hc, hold_sql.format(k=w + "_held", w=w, tok=held_tok,
+                                            table="audit" if state == "audit" else "claims"))
             if r[0] == "error":
                 problems.append("the holder's call failed: %s %s" % (r[1], r[2]))
             j = Janitor(dbname)
@@ -1063,8 +1071,9 @@ def janitor_cells(su, dbname, quick):
             waited = watch_locks(sc, dbname, [j.pid], 2.5, lambda: not j.is_alive())
             if waited >= 1.0:
                 problems.append("the janitor waited %.1f s on a lock" % waited)
-            # both at once, each given 3 s
-            others = [Victim(dbname, what, sql, want) for what, sql, want in [
+            # both at once, each given 3 s (a DBA's table lock holds them
+            # up by itself)
+            others = [] if table_lock else [Victim(dbname, what, sql, want) for what, sql, want in [
                 ("a completion", "SELECT idem_complete('%s_v1', '%s', %d, '{\"v\": 1}')::text" % (w, w, v1),
                  "true"),
                 ("a takeover", "SELECT outcome::text FROM idem_claim_ex('%s_v2', '%s', '1 minute', NULL,"
@@ -1077,10 +1086,10 @@ def janitor_cells(su, dbname, quick):
             if j.is_alive():
                 sc.execute("SELECT pg_cancel_backend(%s)", (j.pid,))
                 j.join(10)
-                problems.append("the janitor's pass did not end while the row was held")
+                problems.append("the janitor's pass did not end while the holder was open")
             elif j.result[0] == "error":
                 problems.append("the janitor's pass failed: %s %s" % (j.result[1], j.result[2]))
-            elif not processed(cur, state, done, w + "_other", w):
+            elif not table_lock and not processed(cur, state, done, w + "_other", w):
                 problems.append("the step's other row was not done (%s)" % done)
             j.conn.close()
             hc.execute("ROLLBACK")
@@ -1092,11 +1101,11 @@ def janitor_cells(su, dbname, quick):
             j2.close()
             if r[0] == "error":
                 problems.append("the next pass failed: %s %s" % (r[1], r[2]))
-            elif not processed(cur, state, done, w + "_held", w):
+            elif not all(processed(cur, state, done, w + x, w) for x in ("_held", "_other")):
                 problems.append("the held row was not done by the next pass after its holder ended")
             cur.execute("DELETE FROM ONLY idem_gate.claims WHERE workflow = %s", (w,))
-            results.append(("%s / holds a row of %s / janitor_run() / claims, audit / none" % (holder, step),
-                            problems))
+            results.append(("%s / holds %s of %s / janitor_run() / claims, audit / none"
+                            % (holder, "the table" if table_lock else "a row", step), problems))
     c.close()
     sc.execute("DROP DATABASE %s WITH (FORCE)" % dbname)
     return results
