@@ -135,6 +135,10 @@ CREATE ROLE mx_team1x13 NOLOGIN IN ROLE mx_grants13;
 CREATE ROLE mx_mtrue13 LOGIN IN ROLE mx_teamtrue13;
 CREATE ROLE mx_myes13 LOGIN IN ROLE mx_teamyes13;
 CREATE ROLE mx_m1x13 LOGIN IN ROLE mx_team1x13;
+-- a member of the team that is also a member of a role nobody restricted
+-- (a reporting role, say, granted for another purpose)
+CREATE ROLE mx_report13 NOLOGIN IN ROLE mx_grants13;
+CREATE ROLE mx_mboth13 LOGIN IN ROLE mx_team13, mx_report13;
 ALTER ROLE mx_teamtrue13 SET idem_gate.workflow_acl = true;
 ALTER ROLE mx_teamyes13 SET idem_gate.workflow_acl = 'YES';
 ALTER ROLE mx_team1x13 SET idem_gate.workflow_acl = 1;
@@ -461,6 +465,11 @@ MEMBERS = [
     ("mx_mtrue13", "member of a role whose setting is written true", True, []),
     ("mx_myes13", "member of a role whose setting is written 'YES'", True, []),
     ("mx_m1x13", "member of a role whose setting is written 1", True, []),
+    ("mx_mboth13", "member of mx_team13 and of a role nobody restricted", True, []),
+    # restricted or not is decided for the role in effect: a login that
+    # may SET ROLE to a role nobody restricted leaves its team's limits
+    ("mx_mboth13", "member of mx_team13 and of a role nobody restricted, after SET ROLE to that role", True,
+     ["SET ROLE mx_report13"]),
 ]
 
 # Calls on another team's workflow: each must be refused with 42501 (a
