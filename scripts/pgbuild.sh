@@ -261,7 +261,7 @@ fetch_source() {
 		rm -rf "${tmp:?}"/*
 	done
 	dir=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d -name "$PKG-*" | head -1)
-	[ -n "$dir" ] || { tail -20 "$LOG.source.log" >&2
+	[ -n "$dir" ] || { tail -20 "$LOG.source.log" >&2; rm -rf "$tmp"
 		die "apt-get source $PKG failed in every suite (${SUITES[*]}; log: $LOG.source.log)"; }
 	v=$(sed -n 's/^Version: //p' "$tmp"/*.dsc | head -1)
 	# Debian's 50-per-version-dirs.patch sets pkglibdir to
