@@ -272,6 +272,27 @@ plan_sql(StmtId id, bool v11, bool shard, int *nargs, Oid **argtypes)
 }
 
 /*
+ * The role the worker's units act as (the owner of janitor_run()), and the
+ * identity each unit's transaction began with.
+ */
+static Oid	act_as = InvalidOid;
+static Oid	unit_save_userid = InvalidOid;
+static int	unit_save_sec_context = 0;
+
+/*
+ * In the worker, the units of a pass act as owner, in a security-restricted
+ * operation (InvalidOid: as the role the worker logged in as).  The switch
+ * is made inside each unit's transaction and undone before its commit:
+ * PostgreSQL begins a transaction only outside any such operation, and an
+ * abort puts back the identity its transaction began with.
+ */
+void
+ig_janitor_sql_act_as(Oid owner)
+{
+	act_as = owner;
+}
+
+/*
  * Start a unit of work: in the worker its own transaction.  SPI is
  * connected either way.
  */
@@ -282,6 +303,13 @@ ig_janitor_sql_begin(IgJanitorDb *db)
 	{
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
+		if (OidIsValid(act_as))
+		{
+			GetUserIdAndSecContext(&unit_save_userid, &unit_save_sec_context);
+			SetUserIdAndSecContext(act_as, unit_save_sec_context |
+								   SECURITY_LOCAL_USERID_CHANGE |
+								   SECURITY_RESTRICTED_OPERATION);
+		}
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pgstat_report_activity(STATE_RUNNING, "idem_gate janitor pass");
 	}
@@ -300,6 +328,8 @@ ig_janitor_sql_end(IgJanitorDb *db)
 	if (db->own_transactions)
 	{
 		PopActiveSnapshot();
+		if (OidIsValid(act_as))
+			SetUserIdAndSecContext(unit_save_userid, unit_save_sec_context);
 		CommitTransactionCommand();
 		pgstat_report_stat(false);
 		pgstat_report_activity(STATE_IDLE, NULL);

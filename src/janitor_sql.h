@@ -90,6 +90,7 @@ typedef struct IgBatchResult
 								 * locked, which the batch skipped, or DT_NOEND */
 } IgBatchResult;
 
+extern void ig_janitor_sql_act_as(Oid owner);
 extern void ig_janitor_sql_begin(IgJanitorDb *db);
 extern void ig_janitor_sql_end(IgJanitorDb *db);
 extern int	ig_janitor_sql_policies(IgJanitorDb *db, IgPolicy **policies);

@@ -52,6 +52,7 @@
 
 #include "base.h"
 #include "janitor.h"
+#include "janitor_sql.h"
 #include "shape.h"
 #include "worker.h"
 
@@ -675,8 +676,6 @@ idem_gate_janitor_main(Datum main_arg)
 	if (database_open() && !RecoveryInProgress() &&
 		extension_present(i, &args))
 	{
-		Oid			save_userid;
-		int			save_sec_context;
 		Oid			owner = pass_owner();
 
 		if (!OidIsValid(owner))
@@ -687,13 +686,13 @@ idem_gate_janitor_main(Datum main_arg)
 		}
 		else
 		{
-			/* as the owner of idem_gate.janitor_run(), restricted as it is */
-			GetUserIdAndSecContext(&save_userid, &save_sec_context);
-			SetUserIdAndSecContext(owner, save_sec_context |
-								   SECURITY_LOCAL_USERID_CHANGE |
-								   SECURITY_RESTRICTED_OPERATION);
+			/*
+			 * as the owner of idem_gate.janitor_run(), restricted as it is,
+			 * in each of the pass's transactions (janitor_sql.c)
+			 */
+			ig_janitor_sql_act_as(owner);
 			run_pass(i, &args);
-			SetUserIdAndSecContext(save_userid, save_sec_context);
+			ig_janitor_sql_act_as(InvalidOid);
 		}
 	}
 	pgstat_report_activity(STATE_IDLE, NULL);
