@@ -39,7 +39,10 @@ BEGIN
 			  WHERE e.extname = 'idem_gate' AND d.deptype = 'e' LOOP
 		IF r.cls = 'pg_proc'::regclass THEN
 			EXECUTE format('ALTER ROUTINE %s OWNER TO idem_owner', r.objid::regprocedure);
-		ELSIF r.cls = 'pg_class'::regclass THEN
+		ELSIF r.cls = 'pg_class'::regclass AND NOT EXISTS (
+				SELECT 1 FROM pg_depend s WHERE s.classid = 'pg_class'::regclass
+				   AND s.objid = r.objid AND s.deptype IN ('a', 'i')) THEN
+			-- a table's own sequence (an identity's) follows its table
 			EXECUTE format('ALTER TABLE %s OWNER TO idem_owner', r.objid::regclass);
 		ELSIF r.cls = 'pg_type'::regclass AND (SELECT typtype FROM pg_type WHERE oid = r.objid) = 'e' THEN
 			EXECUTE format('ALTER TYPE %s OWNER TO idem_owner', r.objid::regtype);

@@ -56,7 +56,9 @@ import psycopg2.extensions
 
 EPS = 0.003                 # seconds of slack when comparing clock readings
 FAR = 3000 * 365.25 * 86400  # a policy value that never expires anything
-MODEL_VERSION = '1.2'        # the version of idem_gate the model knows
+MODEL_VERSION = '1.3'        # the version of idem_gate the model knows (1.3 changes no
+                             # answer of 1.2's state machine; its bulk decisions are
+                             # tested in sql/bulk_decisions.sql)
 
 # (SQL text, fixed length in seconds; None = 22023)
 INTERVALS = [
