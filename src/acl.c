@@ -81,6 +81,7 @@ typedef struct IgAclCache
 {
 	bool		valid;
 	Oid			roleid;			/* the calling role the cache is for */
+	Oid			sessionid;		/* ... in a session of this login */
 	Oid			relid;			/* idem_gate.workflow_acl */
 	Oid			extowner;		/* the extension's owner */
 	bool		like;			/* the catalog is 1.1's: patterns are LIKE's */
@@ -97,6 +98,7 @@ static IgAclCache cache;
 
 static Oid	extension_owner(bool *like);
 static bool role_setting_on(Oid roleid);
+static bool session_restricted(Oid roleid);
 static bool owns_gate_function(Oid roleid);
 static MemoryContext acl_cxt = NULL;
 
@@ -147,10 +149,11 @@ acl_load(Oid roleid, Oid relid)
 	memset(&cache, 0, sizeof(cache));
 	cache.valid = true;		/* an invalidation from here on counts */
 	cache.roleid = roleid;
+	cache.sessionid = GetSessionUserId();
 	cache.relid = relid;
 
 	cache.extowner = extension_owner(&cache.like);
-	cache.role_setting = role_setting_on(roleid);
+	cache.role_setting = role_setting_on(roleid) || session_restricted(roleid);
 	cache.gate_owner = owns_gate_function(roleid);
 	rel = table_open(relid, AccessShareLock);
 	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
@@ -394,6 +397,22 @@ role_setting_on(Oid roleid)
 }
 
 /*
+ * Is the session's own login restricted, where roleid is another role it
+ * became (SET ROLE)?  A member of a restricted team role that may also SET
+ * ROLE to a role nobody restricted stays restricted: what a session did
+ * before a call never lifts per-workflow access (the grants of the role in
+ * effect decide what it may use).
+ */
+static bool
+session_restricted(Oid roleid)
+{
+	Oid			session = GetSessionUserId();
+
+	return session != roleid && !superuser_arg(session) &&
+		role_setting_on(session);
+}
+
+/*
  * Does roleid own one of the extension's functions?  The gate's functions
  * act as their owner, and what they read as that role is never filtered
  * again: the caller's grants were checked when the call began.
@@ -444,7 +463,7 @@ acl_for(Oid role)
 {
 	Oid			relid;
 
-	if (cache.valid && cache.roleid == role)
+	if (cache.valid && cache.roleid == role && cache.sessionid == GetSessionUserId())
 		return true;
 	relid = get_relname_relid("workflow_acl", get_namespace_oid("idem_gate", false));
 	if (!OidIsValid(relid))

@@ -233,6 +233,8 @@ ig_call_spi(IgCall *call)
 /*
  * Pin search_path to pg_catalog, pg_temp until the matching
  * AtEOXact_GUC(true, level); an error unwinds it with the transaction.
+ * Domain CHECKs the session planned before (the type cache keeps them) are
+ * planned again, under the pinned path, at their next use.
  */
 int
 ig_call_pin_search_path(void)
@@ -242,6 +244,7 @@ ig_call_pin_search_path(void)
 	(void) set_config_option("search_path", "pg_catalog, pg_temp",
 							 PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
+	ig_shape_refresh_domains();
 	return level;
 }
 

@@ -83,6 +83,9 @@ static const char *const table_names[IG_NUM_TABLES] = {
 	"claims", "audit", "janitor_watermarks", "policies", "workflow_acl"
 };
 
+/* ig_shape_refresh_domains() is calling the constraint callbacks. */
+static bool refreshing_domains = false;
+
 /* Whether row security applies to the user last asked about, per table. */
 static Oid	rls_user[IG_NUM_TABLES];
 static bool rls_known[IG_NUM_TABLES];
@@ -176,9 +179,37 @@ shape_relcache_cb(Datum arg, Oid relid)
 static void
 shape_code_cb(Datum arg, int cacheid, uint32 hashvalue)
 {
+	if (refreshing_domains)
+		return;
 	for (int i = 0; i < IG_NUM_TABLES; i++)
 		table_shapes[i].valid = false;
 	ig_shape.valid = false;
+}
+
+/*
+ * Make this backend plan every domain's CHECK constraints again at their
+ * next use.  The type cache keeps them planned as the first use in the
+ * session left them, and planning inlines LANGUAGE sql functions under the
+ * search_path of that moment: a caller could have cast a value to a
+ * domain under its own path before its call.  Called once the gate has
+ * pinned search_path, before code attached to its tables runs; the type
+ * cache's own invalidation callback does the work (PostgreSQL sends the
+ * same when a constraint changes), and the shapes, which did not change,
+ * are kept.
+ */
+void
+ig_shape_refresh_domains(void)
+{
+	refreshing_domains = true;
+	PG_TRY();
+	{
+		CallSyscacheCallbacks(CONSTROID, 0);
+	}
+	PG_FINALLY();
+	{
+		refreshing_domains = false;
+	}
+	PG_END_TRY();
 }
 
 /* A role's attributes or memberships changed: ask row security again. */
@@ -221,6 +252,8 @@ ig_shape_table_name(IgTable table)
  * PostgreSQL's own functions (but those that run a query given as text)
  * and idem_gate's are; anything else a DBA may have written is not.
  */
+static bool type_is_ours(Oid typid);
+
 static bool
 function_is_ours(Oid fn)
 {
@@ -257,13 +290,19 @@ function_is_others(Oid fn, void *context)
 	return !function_is_ours(fn);
 }
 
-/* Walk an expression for code: a function of others, or a subquery. */
+/*
+ * Walk an expression for code: a function of others, a subquery, or a
+ * cast to a domain of somebody else's (its CHECKs run).
+ */
 static bool
 expr_code_walker(Node *node, void *context)
 {
 	if (node == NULL)
 		return false;
 	if (IsA(node, SubLink) || IsA(node, SubPlan) || IsA(node, Query))
+		return true;
+	if (IsA(node, CoerceToDomain) &&
+		!type_is_ours(((CoerceToDomain *) node)->resulttype))
 		return true;
 	if (check_functions_in_node(node, function_is_others, context))
 		return true;

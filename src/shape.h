@@ -108,5 +108,6 @@ extern const char *ig_shape_table_name(IgTable table);
 extern bool ig_shape_rls_applies(IgTable table);
 extern void ig_shape_ensure(void);
 extern bool ig_shape_is_citus(void);
+extern void ig_shape_refresh_domains(void);
 
 #endif							/* IDEM_GATE_SHAPE_H */
