@@ -74,6 +74,7 @@ start)
 		echo "unix_socket_directories = '$dir'"
 		echo "shared_preload_libraries = 'idem_gate'"
 		echo "max_connections = 120"
+		echo "max_prepared_transactions = 4"	# the matrix's PREPARE TRANSACTION cells
 		echo "fsync = on"
 		for line in "$@"; do echo "$line"; done
 	} >>"$dir/data/postgresql.conf"

@@ -118,7 +118,8 @@ acl_syscache_cb(Datum arg, int cacheid, uint32 hashvalue)
 
 /*
  * Load the patterns granted to roleid or to any role it has the
- * privileges of.
+ * privileges of; where the session's restricted login became roleid (SET
+ * ROLE), those of the login too, so that it keeps what its team may use.
  */
 static void
 acl_load(Oid roleid, Oid relid)
@@ -130,6 +131,7 @@ acl_load(Oid roleid, Oid relid)
 	List	   *patterns = NIL;
 	ListCell   *lc;
 	int			i = 0;
+	bool		via_session;
 
 	if (!registered)
 	{
@@ -153,7 +155,8 @@ acl_load(Oid roleid, Oid relid)
 	cache.relid = relid;
 
 	cache.extowner = extension_owner(&cache.like);
-	cache.role_setting = role_setting_on(roleid) || session_restricted(roleid);
+	via_session = session_restricted(roleid);
+	cache.role_setting = role_setting_on(roleid) || via_session;
 	cache.gate_owner = owns_gate_function(roleid);
 	rel = table_open(relid, AccessShareLock);
 	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
@@ -163,7 +166,8 @@ acl_load(Oid roleid, Oid relid)
 		Oid			grantee = DatumGetObjectId(heap_getattr(tup, 1, RelationGetDescr(rel), &isnull));
 		Datum		pattern = heap_getattr(tup, 2, RelationGetDescr(rel), &isnull);
 
-		if (!isnull && has_privs_of_role(roleid, grantee))
+		if (!isnull && (has_privs_of_role(roleid, grantee) ||
+						(via_session && has_privs_of_role(GetSessionUserId(), grantee))))
 			patterns = lappend(patterns, MemoryContextStrdup(acl_cxt,
 															 TextDatumGetCString(pattern)));
 	}

@@ -39,10 +39,12 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "acl.h"
@@ -542,24 +544,51 @@ receipt_retention_set(Pass *pass)
 	return false;
 }
 
+/* A step of a pass, as try_step() runs it. */
+typedef uint64 (*StepFn) (Pass *pass, IgStep step);
+
+/* The longest a janitor waits for a table lock, in ms (lock_timeout). */
+#define IG_JANITOR_LOCK_TIMEOUT_MS	100
+
 /*
- * Run one step; in the worker, a step that meets a table lock it would
- * wait for longer than the janitor's lock_timeout ends there, and the
- * pass goes on with the next step (the rest is done at a later pass).
- * Rows other transactions lock are skipped by the statements themselves
- * (SKIP LOCKED): no session can make the janitor wait, nor keep it from
- * announcing stuck claims.
+ * Run one step.  Rows other transactions lock are skipped by the
+ * statements themselves (SKIP LOCKED); a table lock held longer than a
+ * tenth of a second ends the step there, and the pass goes on with the
+ * next one (the rest is done at a later pass).  In the worker that is the
+ * step's own transaction; in idem_gate.janitor_run(), which runs in its
+ * caller's transaction, a subtransaction of it, with lock_timeout lowered
+ * to that tenth for the step.  So no session can make the janitor wait,
+ * nor keep it from announcing stuck claims.
  */
 static uint64
-try_step(Pass *pass, IgStep step)
+try_step(Pass *pass, IgStep step, StepFn fn)
 {
 	volatile uint64 n = 0;
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	bool		sub = !pass->db.own_transactions;
+	int			level = 0;
 
-	if (!pass->db.own_transactions)
-		return run_step(pass, step);
+	if (sub)
+	{
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(cxt);
+		level = NewGUCNestLevel();
+		if (LockTimeout == 0 || LockTimeout > IG_JANITOR_LOCK_TIMEOUT_MS)
+			(void) set_config_option("lock_timeout", CppAsString2(IG_JANITOR_LOCK_TIMEOUT_MS),
+									 PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_SAVE, true, 0, false);
+	}
 	PG_TRY();
 	{
-		n = run_step(pass, step);
+		n = fn(pass, step);
+		if (sub)
+		{
+			AtEOXact_GUC(true, level);
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+		}
 	}
 	PG_CATCH();
 	{
@@ -570,7 +599,13 @@ try_step(Pass *pass, IgStep step)
 		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
 			PG_RE_THROW();
 		FlushErrorState();
-		AbortCurrentTransaction();
+		if (sub)
+		{
+			RollbackAndReleaseCurrentSubTransaction();
+			CurrentResourceOwner = owner;
+		}
+		else
+			AbortCurrentTransaction();
 		MemoryContextSwitchTo(pass->db.cxt);
 		ereport(LOG,
 				(errmsg("idem_gate janitor: a step of the pass skipped: %s", edata->message),
@@ -579,6 +614,14 @@ try_step(Pass *pass, IgStep step)
 	}
 	PG_END_TRY();
 	return n;
+}
+
+/* The audit pruning, as a step. */
+static uint64
+prune_step(Pass *pass, IgStep step)
+{
+	prune_audit(pass);
+	return 0;
 }
 
 /*
@@ -590,19 +633,19 @@ pass_steps(Pass *pass)
 {
 	IgJanitorCounts *counts = pass->counts;
 
-	counts->deleted_completed += try_step(pass, IG_STEP_DELETE_COMPLETED);
-	counts->deleted_failed += try_step(pass, IG_STEP_DELETE_FAILED);
+	counts->deleted_completed += try_step(pass, IG_STEP_DELETE_COMPLETED, run_step);
+	counts->deleted_failed += try_step(pass, IG_STEP_DELETE_FAILED, run_step);
 	if (pass->db.v11 && receipt_retention_set(pass))
-		pass->receipts_cleared += try_step(pass, IG_STEP_CLEAR_RECEIPTS);
-	try_step(pass, IG_STEP_STUCK);
+		pass->receipts_cleared += try_step(pass, IG_STEP_CLEAR_RECEIPTS, run_step);
+	try_step(pass, IG_STEP_STUCK, run_step);
 	if (pass->db.v12 && receipt_retention_set(pass))
 	{
-		pass->receipts_cleared += try_step(pass, IG_STEP_CLEAR_PAYLOADS_PROCESSING);
-		pass->receipts_cleared += try_step(pass, IG_STEP_CLEAR_PAYLOADS_FAILED);
-		pass->receipts_cleared += try_step(pass, IG_STEP_CLEAR_PAYLOADS_REVIEW);
+		pass->receipts_cleared += try_step(pass, IG_STEP_CLEAR_PAYLOADS_PROCESSING, run_step);
+		pass->receipts_cleared += try_step(pass, IG_STEP_CLEAR_PAYLOADS_FAILED, run_step);
+		pass->receipts_cleared += try_step(pass, IG_STEP_CLEAR_PAYLOADS_REVIEW, run_step);
 	}
 	if (pass->db.v11)
-		prune_audit(pass);
+		try_step(pass, IG_STEP_STUCK, prune_step);
 }
 
 /*
@@ -703,81 +746,4 @@ ig_janitor_pass(IgJanitorCounts *counts, bool own_transactions, Oid role)
 
 	MemoryContextSwitchTo(caller);
 	MemoryContextDelete(pass.db.cxt);
-}
-
-/*
- * Guard a pass that runs in a caller's session (idem_gate.janitor_run())
- * against code attached to the tables it touches: the claims, the audit
- * trail and the watermarks it writes, the policies it reads.  Returns the
- * GUC nest level of the pinned search_path, or 0 when nothing is attached.
- */
-static int
-janitor_guard(void)
-{
-	static const IgTable written[] = {
-		IG_TABLE_CLAIMS, IG_TABLE_AUDIT, IG_TABLE_WATERMARKS
-	};
-	bool		code = false;
-
-	ig_store_refuse();
-	for (int i = 0; i < lengthof(written); i++)
-	{
-		const IgTableShape *s = ig_shape_table(written[i]);
-		const char *what = s->write_code;
-
-		ig_call_refuse_rules(written[i]);
-		if (what == NULL && s->policy_code != NULL && ig_shape_rls_applies(written[i]))
-			what = s->policy_code;
-		if (what != NULL)
-		{
-			ig_call_guard_user_code(NULL, written[i], what);
-			code = true;
-		}
-	}
-	if (ig_shape_table(IG_TABLE_POLICIES)->policy_code != NULL &&
-		ig_shape_rls_applies(IG_TABLE_POLICIES))
-	{
-		ig_call_guard_user_code(NULL, IG_TABLE_POLICIES,
-								ig_shape_table(IG_TABLE_POLICIES)->policy_code);
-		code = true;
-	}
-	return code ? ig_call_pin_search_path() : 0;
-}
-
-/*
- * idem_gate.janitor_run(): one pass from SQL, in the caller's transaction,
- * acting as the function's owner like the API functions, and under the
- * same guard for code attached to the tables it touches.
- */
-PG_FUNCTION_INFO_V1(idem_gate_janitor_run);
-
-Datum
-idem_gate_janitor_run(PG_FUNCTION_ARGS)
-{
-	IgJanitorCounts counts;
-	TupleDesc	tupdesc;
-	Datum		values[5];
-	bool		nulls[5] = {false, false, false, false, false};
-	Oid			save_userid;
-	int			save_sec_context;
-	int			guc_level;
-
-	PreventCommandIfReadOnly("idem_gate.janitor_run()");
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-
-	ig_call_act_as_owner(fcinfo, &save_userid, &save_sec_context);
-	guc_level = janitor_guard();
-	ig_janitor_pass(&counts, false, save_userid);
-	if (guc_level != 0)
-		AtEOXact_GUC(true, guc_level);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-
-	values[0] = Int64GetDatum(counts.deleted_completed + counts.deleted_failed);
-	values[1] = Int64GetDatum(counts.deleted_completed);
-	values[2] = Int64GetDatum(counts.deleted_failed);
-	values[3] = Int64GetDatum(counts.alerts);
-	values[4] = Int64GetDatum(counts.escalated);
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc),
-													  values, nulls)));
 }
