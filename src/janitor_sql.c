@@ -115,7 +115,7 @@ static const char *const clear_sql =
 " lck AS ("
 " SELECT c.ctid AS tid FROM ONLY idem_gate.claims c"
 " WHERE c.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT x.tid FROM cand x))"
-" FOR UPDATE OF c SKIP LOCKED),"
+" FOR NO KEY UPDATE OF c SKIP LOCKED),"
 " upd AS ("
 " UPDATE ONLY idem_gate.claims d SET result = NULL"
 " WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT l.tid FROM lck l))"
@@ -134,7 +134,10 @@ static const char *const clear_sql =
  * as a reviewer's evidence while a claim is open, but personal data like
  * a receipt, and so cleared by the same retention.  These rows are open
  * claims, which their runs lock while they heartbeat, fail or complete:
- * a locked one is skipped, and cleared at a later pass.
+ * a locked one is skipped, and cleared at a later pass.  Clearing a
+ * column is a no-key update, so the rows are locked as such (FOR NO KEY
+ * UPDATE): a lock that does not stop an UPDATE (FOR KEY SHARE) does not
+ * make a row skipped either.  Receipts likewise.
  */
 static const char *const clear_payload_sql =
 "WITH upd AS ("
@@ -142,7 +145,7 @@ static const char *const clear_payload_sql =
 " WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 "  SELECT c.ctid FROM ONLY idem_gate.claims c" IG_RANGE
 "  AND c.payload IS NOT NULL" IG_ORDER
-"  LIMIT $4 FOR UPDATE OF c SKIP LOCKED))"
+"  LIMIT $4 FOR NO KEY UPDATE OF c SKIP LOCKED))"
 " AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
 " AND d.workflow OPERATOR(pg_catalog.=) $1"
 " AND d.updated_at OPERATOR(pg_catalog.<) $3"
@@ -293,6 +296,31 @@ ig_janitor_sql_act_as(Oid owner)
 }
 
 /*
+ * Become that owner in the transaction just begun (nothing without one);
+ * ig_janitor_sql_leave() undoes it before the transaction commits.  Every
+ * transaction of a worker's pass does this, the units below and the
+ * worker's own look at the tables before a pass.
+ */
+void
+ig_janitor_sql_enter(void)
+{
+	if (!OidIsValid(act_as))
+		return;
+	GetUserIdAndSecContext(&unit_save_userid, &unit_save_sec_context);
+	SetUserIdAndSecContext(act_as, unit_save_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+}
+
+/* Undo ig_janitor_sql_enter() before the transaction commits. */
+void
+ig_janitor_sql_leave(void)
+{
+	if (OidIsValid(act_as))
+		SetUserIdAndSecContext(unit_save_userid, unit_save_sec_context);
+}
+
+/*
  * Start a unit of work: in the worker its own transaction.  SPI is
  * connected either way.
  */
@@ -303,13 +331,7 @@ ig_janitor_sql_begin(IgJanitorDb *db)
 	{
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
-		if (OidIsValid(act_as))
-		{
-			GetUserIdAndSecContext(&unit_save_userid, &unit_save_sec_context);
-			SetUserIdAndSecContext(act_as, unit_save_sec_context |
-								   SECURITY_LOCAL_USERID_CHANGE |
-								   SECURITY_RESTRICTED_OPERATION);
-		}
+		ig_janitor_sql_enter();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pgstat_report_activity(STATE_RUNNING, "idem_gate janitor pass");
 	}
@@ -328,8 +350,7 @@ ig_janitor_sql_end(IgJanitorDb *db)
 	if (db->own_transactions)
 	{
 		PopActiveSnapshot();
-		if (OidIsValid(act_as))
-			SetUserIdAndSecContext(unit_save_userid, unit_save_sec_context);
+		ig_janitor_sql_leave();
 		CommitTransactionCommand();
 		pgstat_report_stat(false);
 		pgstat_report_activity(STATE_IDLE, NULL);

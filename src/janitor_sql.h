@@ -91,6 +91,8 @@ typedef struct IgBatchResult
 } IgBatchResult;
 
 extern void ig_janitor_sql_act_as(Oid owner);
+extern void ig_janitor_sql_enter(void);
+extern void ig_janitor_sql_leave(void);
 extern void ig_janitor_sql_begin(IgJanitorDb *db);
 extern void ig_janitor_sql_end(IgJanitorDb *db);
 extern int	ig_janitor_sql_policies(IgJanitorDb *db, IgPolicy **policies);

@@ -382,6 +382,7 @@ pass_state(char **dbname, const char **why)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	ig_janitor_sql_enter();		/* the tables are read as the pass's owner */
 	*dbname = MemoryContextStrdup(TopMemoryContext, get_database_name(MyDatabaseId));
 	*why = NULL;
 	if (XactReadOnly)
@@ -405,6 +406,7 @@ pass_state(char **dbname, const char **why)
 			state = IG_PASS_REFUSED;
 		}
 	}
+	ig_janitor_sql_leave();
 	CommitTransactionCommand();
 	return state;
 }
