@@ -110,20 +110,19 @@ function_depends_on_path(Oid fn, Walk *w)
 	}
 	body = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosqlbody, &isnull);
 	if (isnull)
+	{
+		/* a string body: this is the function to name */
+		w->found = fn;
 		depends = true;
+	}
 	else if (w->depth < IG_MAX_BODY_DEPTH)
 	{
-		Node	   *tree = stringToNode(TextDatumGetCString(body));
-
+		/* a BEGIN ATOMIC body: the walk names what it calls, if anything */
 		w->depth++;
-		depends = walk_node(tree, w);
+		depends = walk_node(stringToNode(TextDatumGetCString(body)), w);
 		w->depth--;
-		if (depends)
-			fn = w->found;
 	}
 	ReleaseSysCache(tup);
-	if (depends)
-		w->found = fn;
 	return depends;
 }
 
