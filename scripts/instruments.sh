@@ -8,12 +8,24 @@
 #
 #   instruments.sh MAJOR                      the quick layer, then the log
 #   instruments.sh MAJOR --discard-caches [MINUTES]
-#                                             pg_regress alone with
+#                                             pg_regress, then isolation, with
 #                                             debug_discard_caches = 1 (every
 #                                             catalog cache entry dropped at
 #                                             each chance: a stale pointer into
 #                                             one shows), stopped after MINUTES
 #                                             (default 15), then the log
+#   instruments.sh MAJOR --sql-fuzz [MINUTES] the SQL-level fuzzer of every API
+#                                             function's arguments
+#                                             (test/fuzz/sql_fuzz.py) for
+#                                             MINUTES (default 30), then the log
+#   instruments.sh MAJOR --valgrind [MINUTES] the server under Valgrind's
+#                                             memcheck (the --valgrind build,
+#                                             PostgreSQL's valgrind.supp):
+#                                             pg_regress, isolation and the
+#                                             model for 60 s, stopped after
+#                                             MINUTES (default 120); then the
+#                                             errors whose stack passes through
+#                                             idem_gate.so, and the log
 #
 # Ends with "N findings" and exits non-zero on a finding or a failed test.
 # The temporary directory (cluster, logs, diffs) is kept and named.  Needs
@@ -25,9 +37,18 @@ MAJOR=${1:-}
 MODE=${2:-quick}
 MINUTES=${3:-15}
 case "$MAJOR" in [0-9]*) ;; *) sed -n '/^#   instruments.sh/,/^$/p' "$0" >&2; exit 2 ;; esac
-case "$MODE" in quick|--discard-caches) ;; *) echo "instruments.sh: unknown mode $MODE" >&2; exit 2 ;; esac
+case "$MODE" in
+quick | --discard-caches) ;;
+--sql-fuzz) MINUTES=${3:-30} ;;
+--valgrind) MINUTES=${3:-120} ;;
+*) echo "instruments.sh: unknown mode $MODE" >&2; exit 2 ;;
+esac
 
-PG_CONFIG=$("$ROOT/scripts/pgbuild.sh" "$MAJOR" | tail -1)
+if [ "$MODE" = --valgrind ]; then
+	PG_CONFIG=$("$ROOT/scripts/pgbuild.sh" "$MAJOR" --valgrind | tail -1)
+else
+	PG_CONFIG=$("$ROOT/scripts/pgbuild.sh" "$MAJOR" | tail -1)
+fi
 BIN=$("$PG_CONFIG" --bindir)
 export PG_CONFIG
 
@@ -102,27 +123,33 @@ if [ "$MODE" = quick ]; then
 	exit
 fi
 
-# --discard-caches: pg_regress alone, on a cluster set up like quick.sh's
+# The long modes: one cluster set up like quick.sh's, on the build
 make -s -C "$ROOT" PG_CONFIG="$PG_CONFIG" with_llvm=no clean >/dev/null
 make -s -C "$ROOT" PG_CONFIG="$PG_CONFIG" with_llvm=no >/dev/null
 make -s -C "$ROOT" PG_CONFIG="$PG_CONFIG" with_llvm=no install >/dev/null
 PGXS_DIR=$(dirname "$("$PG_CONFIG" --pgxs)")/../..
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/idem_gate_discard.XXXXXX")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/idem_gate_instruments.XXXXXX")
 DATA=$WORK/instance/data
 LOG=$WORK/instance/log/postmaster.log
+VGLOGS=$WORK/valgrind
 as_pg() { runuser -u postgres -- "$@"; }
 stop() {
-	as_pg "$BIN/pg_ctl" -D "$DATA" -m immediate -w stop >/dev/null 2>&1 || true
+	as_pg "$BIN/pg_ctl" -D "$DATA" -m fast -w -t 300 stop >/dev/null 2>&1 ||
+		as_pg "$BIN/pg_ctl" -D "$DATA" -m immediate -w stop >/dev/null 2>&1 || true
 	echo "kept $WORK"
 }
 trap stop EXIT
-mkdir -p "$WORK/tree/test/jcs/vectors" "$WORK/instance/log"
+mkdir -p "$WORK/tree/test/jcs/vectors" "$WORK/instance/log" "$VGLOGS"
 cp -a "$ROOT/sql" "$ROOT/expected" "$WORK/tree/"
-cp -a "$ROOT/test/preload.conf" "$WORK/tree/test/"
+cp -a "$ROOT/test/preload.conf" "$ROOT/test/isolation" "$ROOT/test/model" "$ROOT/test/fuzz" "$WORK/tree/test/"
 cp -a "$ROOT/test/jcs/vectors/numbers" "$WORK/tree/test/jcs/vectors/"
 chmod 755 "$WORK"
 chown -R postgres "$WORK"
 as_pg "$BIN/initdb" -D "$DATA" -A trust -E UTF8 --locale=C.UTF-8 >"$WORK/initdb.log" 2>&1
+# one secret, so that keyed workflows answer
+echo "s1 $(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" >"$WORK/secrets"
+chown postgres "$WORK/secrets"
+chmod 600 "$WORK/secrets"
 {
 	echo "listen_addresses = ''"
 	echo "port = 5432"
@@ -130,27 +157,100 @@ as_pg "$BIN/initdb" -D "$DATA" -A trust -E UTF8 --locale=C.UTF-8 >"$WORK/initdb.
 	echo "fsync = off"
 	echo "synchronous_commit = off"
 	echo "full_page_writes = off"
+	echo "max_connections = 40"
 	cat "$ROOT/test/preload.conf"
-	echo "debug_discard_caches = 1"
+	echo "idem_gate.secret_file = '$WORK/secrets'"
+	[ "$MODE" = --discard-caches ] && echo "debug_discard_caches = 1"
 } >>"$DATA/postgresql.conf"
-as_pg "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 600 start >/dev/null
-mapfile -t tests < <(cd "$ROOT/sql" && find . -maxdepth 1 -name '*.sql' | sed 's|^\./||; s/\.sql$//' | sort)
-echo "== pg_regress with debug_discard_caches = 1, at most $MINUTES min"
-start=$(date +%s)
-rc=0
-(cd "$WORK/tree" && timeout -s TERM "$((MINUTES * 60))" runuser -u postgres -- \
-	"$PGXS_DIR/src/test/regress/pg_regress" --bindir="$BIN" --host="$WORK" --port=5432 \
-	--user=postgres --inputdir=. --outputdir=. --dbname=contrib_regression \
-	"${tests[@]}") >"$WORK/regress.log" 2>&1 || rc=$?
-grep -E '^(test| *ok| *FAILED|not ok|ok)' "$WORK/regress.log" | sed 's/^/  /' || true
-done_n=$(grep -cE '^(test|ok|not ok) .*[0-9]+ ms$' "$WORK/regress.log" || true)
-total=${#tests[@]}
-if [ "$rc" -eq 124 ]; then
-	echo "stopped after $MINUTES min: $done_n of $total tests done"
+if [ "$MODE" = --valgrind ]; then
+	# PostgreSQL's own way (src/tools/valgrind.supp, the buildfarm's skink):
+	# every process of the server under memcheck, one log per process
+	SUPP=$(ls "${IDEM_PGBUILD_CACHE:-/var/cache/idem_gate}"/pgsrc/"$MAJOR"/*/src/tools/valgrind.supp | head -1)
+	as_pg bash -c "exec valgrind --quiet --trace-children=yes --track-origins=yes \
+		--read-var-info=yes --num-callers=30 --leak-check=no --gen-suppressions=all \
+		--suppressions='$SUPP' --error-markers=VALGRINDERROR-BEGIN,VALGRINDERROR-END \
+		--log-file='$VGLOGS/%p.log' '$BIN/postgres' -D '$DATA' >>'$LOG' 2>&1" &
+	for _ in $(seq 1 300); do
+		"$BIN/pg_isready" -q -h "$WORK" -p 5432 && break
+		sleep 1
+	done
 else
-	echo "$done_n of $total tests done in $(( ($(date +%s) - start) / 60 )) min"
-	tail -3 "$WORK/regress.log"
+	as_pg "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 600 start >/dev/null
 fi
+"$BIN/pg_isready" -q -h "$WORK" -p 5432 || { cat "$LOG"; echo "the server did not start"; exit 1; }
+start=$(date +%s)
+deadline=$((start + MINUTES * 60))
+# the fuzzer stops itself; the deadline only guards against a hang
+[ "$MODE" = --sql-fuzz ] && deadline=$((deadline + 600))
+left() { echo $((deadline - $(date +%s))); }
+rc=0
+
+# pg_regress and isolation against the running server, each given what is
+# left of the time
+common=(--bindir="$BIN" --host="$WORK" --port=5432 --user=postgres)
+mapfile -t tests < <(cd "$ROOT/sql" && find . -maxdepth 1 -name '*.sql' | sed 's|^\./||; s/\.sql$//' | sort)
+mapfile -t specs < <(cd "$ROOT/test/isolation/specs" && ls *.spec | sed 's/\.spec$//' | sort)
+suite() {
+	local name=$1 log=$WORK/$1.log t
+	shift
+	t=$(left)
+	if [ "$t" -le 0 ]; then
+		echo "== $name: no time left"
+		rc=1
+		return
+	fi
+	echo "== $name ($MODE), at most $((t / 60)) min"
+	local r=0
+	(cd "$WORK/tree" && timeout -s TERM "$t" runuser -u postgres -- "$@") >"$log" 2>&1 || r=$?
+	grep -E '^(test|ok|not ok| +ok| +FAILED)' "$log" | sed 's/^/  /' || true
+	tail -3 "$log" | sed 's/^/  /'
+	if [ "$r" -eq 124 ]; then
+		echo "  stopped: out of time"
+	fi
+	[ "$r" -eq 0 ] || rc=1
+}
+
+case "$MODE" in
+--discard-caches | --valgrind)
+	suite pg_regress "$PGXS_DIR/src/test/regress/pg_regress" "${common[@]}" \
+		--inputdir=. --outputdir=. --dbname=contrib_regression "${tests[@]}"
+	suite isolation "$PGXS_DIR/src/test/isolation/pg_isolation_regress" "${common[@]}" \
+		--inputdir=test/isolation --outputdir=output_iso --dbname=isolation_regression "${specs[@]}"
+	if [ "$MODE" = --valgrind ]; then
+		as_pg "$BIN/psql" -X -q -h "$WORK" -p 5432 -d postgres -c "CREATE DATABASE idem_model" >/dev/null
+		as_pg "$BIN/psql" -X -q -h "$WORK" -p 5432 -d idem_model -c "CREATE EXTENSION idem_gate" >/dev/null
+		suite model env PGHOST="$WORK" PGPORT=5432 PGUSER=postgres PGDATABASE=idem_model \
+			test/model/run.sh --seconds 60
+	fi
+	;;
+--sql-fuzz)
+	as_pg "$BIN/psql" -X -q -h "$WORK" -p 5432 -d postgres -c "CREATE DATABASE idem_fuzz" >/dev/null
+	as_pg "$BIN/psql" -X -q -h "$WORK" -p 5432 -d idem_fuzz -c "CREATE EXTENSION idem_gate" >/dev/null
+	suite sql_fuzz env PGHOST="$WORK" PGPORT=5432 PGUSER=postgres PGDATABASE=idem_fuzz \
+		/usr/bin/python3 test/fuzz/sql_fuzz.py --seconds "$((MINUTES * 60))"
+	sed -n '/^  [a-z_]*(/p; /^FINDING/,/^  /p' "$WORK/sql_fuzz.log" | head -80
+	;;
+esac
+echo "== $(( ($(date +%s) - start) / 60 )) min"
+
+if [ "$MODE" = --valgrind ]; then
+	as_pg "$BIN/pg_ctl" -D "$DATA" -m fast -w -t 600 stop >/dev/null 2>&1 || true
+	# an error counts against idem_gate when its stack passes through it
+	total=$(cat "$VGLOGS"/*.log 2>/dev/null | grep -c VALGRINDERROR-BEGIN || true)
+	ours=0
+	for f in "$VGLOGS"/*.log; do
+		[ -s "$f" ] || continue
+		awk '/VALGRINDERROR-BEGIN/ { e = ""; on = 1 } on { e = e $0 "\n" }
+			/VALGRINDERROR-END/ { on = 0; if (e ~ /idem_gate\.so/) printf "%s", e }' "$f"
+	done >"$WORK/valgrind-idem_gate.txt"
+	ours=$(grep -c VALGRINDERROR-BEGIN "$WORK/valgrind-idem_gate.txt" || true)
+	echo "== valgrind: $total errors in all, $ours through idem_gate.so ($(ls "$VGLOGS" | wc -l) processes)"
+	head -60 "$WORK/valgrind-idem_gate.txt"
+	[ "$ours" -eq 0 ] || rc=1
+	FINDINGS=$ours
+fi
+found=$FINDINGS
 scan "$LOG"
+FINDINGS=$((FINDINGS + found))
 echo "$FINDINGS findings"
 [ "$rc" -eq 0 ] && [ "$FINDINGS" -eq 0 ]
