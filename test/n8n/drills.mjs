@@ -335,15 +335,21 @@ async function liveSideEffectUrl(id) {
   return live ? live.find((n) => n.name === 'Side effect')?.parameters?.url : null;
 }
 
-// run a documented shell block as written, in the copy of the repository.
-// Asynchronously: the sink runs in this process, and must answer the side
-// effects that the block's deliveries cause
-function runDocBlock(name, cwd, replace = []) {
-  let block = docBlock(join(ROOT, 'docs/n8n.md'), name);
-  for (const [placeholder, value] of replace) block = fill(block, placeholder, value, `docs/n8n.md run:${name}`);
-  log(`docs/n8n.md run:${name}:\n${block.trimEnd()}`);
+// run a documented shell block as written, in the copy of the repository,
+// with the shell variables that docs/n8n.md's table names set to the test's
+// values (VARS) and no others of them.  Asynchronously: the sink runs in this
+// process, and must answer the side effects that the block's deliveries cause
+const DOC_VARS = ['N8N_URL', 'N8N_PUBLIC_URL', 'SIDE_EFFECT_URL', 'CHAT_WEBHOOK_URL'];
+function runDocBlock(name, cwd, vars = {}) {
+  const block = docBlock(join(ROOT, 'docs/n8n.md'), name);
+  for (const v of Object.keys(vars))
+    if (!block.includes(v)) throw new Error(`docs/n8n.md run:${name} no longer reads ${v}`);
+  const env = { ...n8nEnv };
+  for (const v of DOC_VARS) delete env[v];
+  Object.assign(env, vars);
+  log(`docs/n8n.md run:${name} (${Object.entries(vars).map(([k, v]) => `${k}=${v}`).join(' ') || 'no variables'}):\n${block.trimEnd()}`);
   return new Promise((resolve, reject) => {
-    const p = spawn('bash', ['-euo', 'pipefail', '-c', block], { cwd, env: n8nEnv, stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn('bash', ['-euo', 'pipefail', '-c', block], { cwd, env, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     p.stdout.setEncoding('utf8');
     p.stdout.on('data', (d) => (out += d));
@@ -352,14 +358,6 @@ function runDocBlock(name, cwd, replace = []) {
   });
 }
 
-// the placeholder URL that docs/n8n.md's side-effect-url block writes into the
-// gate (the user types their own downstream there)
-const DOC_DOWNSTREAM = 'https://api.example.com/charge';
-const DOC_N8N = 'http://localhost:5678';
-// the placeholders of docs/n8n.md's inbox and alerts blocks: your n8n's
-// address, your chat's incoming webhook
-const DOC_N8N_ADDRESS = 'https://n8n.example.com';
-const DOC_CHAT = 'https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX';
 const setupNotes = {};
 
 async function setup() {
@@ -387,7 +385,7 @@ async function setup() {
     writeFileSync(join(ex, f), readFileSync(join(ROOT, 'examples/n8n', f), 'utf8'));
   // step 4, as written: the side effect's URL set in the file, before anything
   // is imported or published (the user's URL is the sink's here)
-  await runDocBlock('side-effect-url', dir, [[DOC_DOWNSTREAM, SINK_URL]]);
+  await runDocBlock('side-effect-url', dir, { SIDE_EFFECT_URL: SINK_URL });
   const gateText = readFileSync(join(ex, 'webhook-gate.json'), 'utf8');
   if (gateText.includes(SIDE_EFFECT_URL) || !gateText.includes(SINK_URL))
     throw new Error('docs/n8n.md run:side-effect-url did not point webhook-gate.json at the downstream');
@@ -424,7 +422,7 @@ async function setup() {
   setupNotes.fields = { before: fieldsBefore, saved: fieldsSaved, published: fieldsLive, liveUrl: await liveSideEffectUrl(IDS.fields) };
   log(`fields variant through the editor: webhook ${fieldsBefore} before, ${fieldsSaved} after Save, ${fieldsLive} after Publish; live URL ${setupNotes.fields.liveUrl}`);
   // step 6, as written: try it (two deliveries of one event)
-  const tryOut = await runDocBlock('try-it', dir, [[DOC_N8N, BASE]]);
+  const tryOut = await runDocBlock('try-it', dir, { N8N_URL: BASE });
   const answers = tryOut.split('\n').filter((l) => l.trim().startsWith('{')).map((l) => { try { return JSON.parse(l); } catch { return null; } });
   setupNotes.tryIt = { answers: answers.map((a) => a?.status ?? null), effects: sink.count('evt-1') };
   log(`docs/n8n.md run:try-it answered ${JSON.stringify(setupNotes.tryIt)}`);
@@ -471,9 +469,9 @@ async function setupInbox(ex, dir) {
   writeFileSync(join(ex, 'inbox.json'), readFileSync(join(ROOT, 'examples/n8n/inbox.json'), 'utf8'));
   writeFileSync(join(ex, 'alerts.json'),
     fill(readFileSync(join(ROOT, 'examples/n8n/alerts.json'), 'utf8'), `"minutesInterval": ${DIGEST_MINUTES}`, '"minutesInterval": 1', 'alerts.json'));
-  await runDocBlock('inbox-url', dir, [[DOC_N8N_ADDRESS, BASE]]);
+  await runDocBlock('inbox-url', dir, { N8N_URL: BASE });
   await runDocBlock('inbox-import', dir);
-  await runDocBlock('alerts-urls', dir, [[DOC_N8N_ADDRESS, BASE], [DOC_CHAT, CHAT_SINK_URL]]);
+  await runDocBlock('alerts-urls', dir, { N8N_URL: BASE, CHAT_WEBHOOK_URL: CHAT_SINK_URL });
   await runDocBlock('alerts-import', dir);
   const inbox = readFileSync(join(ex, 'inbox.json'), 'utf8');
   const alerts = readFileSync(join(ex, 'alerts.json'), 'utf8');
