@@ -51,6 +51,18 @@ const claim = async (key, workflow = 'orders') =>
   null;
 
 // ------------------------------------------------------------------- n8n --
+// docs/n8n.md run:n8n-offline: NAME=value lines (an EnvironmentFile)
+function offlineEnv() {
+  const vars = {};
+  for (const line of docBlock(join(ROOT, 'docs/n8n.md'), 'n8n-offline').split('\n')) {
+    if (/^\s*(#|$)/.test(line)) continue;
+    const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(line);
+    if (!m) throw new Error(`docs/n8n.md run:n8n-offline: not NAME=value: ${line}`);
+    vars[m[1]] = m[2];
+  }
+  if (vars.N8N_DIAGNOSTICS_ENABLED !== 'false') throw new Error('docs/n8n.md run:n8n-offline lost N8N_DIAGNOSTICS_ENABLED=false');
+  return vars;
+}
 const n8nEnv = {
   ...env,
   N8N_USER_FOLDER: N8N_HOME,
@@ -65,26 +77,9 @@ const n8nEnv = {
   N8N_RUNNERS_BROKER_PORT: String(env.E2E_BROKER_PORT),
   N8N_RUNNERS_BROKER_LISTEN_ADDRESS: '127.0.0.1',
   N8N_SECURE_COOKIE: 'false',
-  N8N_DIAGNOSTICS_ENABLED: 'false',
-  N8N_DIAGNOSTICS_CONFIG_FRONTEND: '',
-  N8N_DIAGNOSTICS_CONFIG_BACKEND: '',
-  N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
-  N8N_VERSION_NOTIFICATIONS_WHATS_NEW_ENABLED: 'false',
-  N8N_TEMPLATES_ENABLED: 'false',
-  N8N_DYNAMIC_BANNERS_ENABLED: 'false',
-  N8N_HIRING_BANNER_ENABLED: 'false',
-  N8N_PERSONALIZATION_ENABLED: 'false',
-  N8N_LICENSE_AUTO_RENEW_ENABLED: 'false',
-  N8N_COMMUNITY_PACKAGES_ENABLED: 'false',
-  N8N_AI_ENABLED: 'false',
-  N8N_SENTRY_DSN: '',
-  // endpoints n8n would call out to, pointed at a closed loopback port
-  N8N_LICENSE_SERVER_URL: 'http://127.0.0.1:9/',
-  N8N_TEMPLATES_HOST: 'http://127.0.0.1:9/',
-  N8N_VERSION_NOTIFICATIONS_ENDPOINT: 'http://127.0.0.1:9/',
-  N8N_DYNAMIC_BANNERS_ENDPOINT: 'http://127.0.0.1:9/',
-  N8N_FRONTEND_SENTRY_DSN: '',
-  EXTERNAL_FRONTEND_HOOKS_URLS: '',
+  // telemetry, version checks, templates, banners and the other calls out
+  // switched off: docs/n8n.md's block run:n8n-offline, as users are shown it
+  ...offlineEnv(),
   N8N_LOG_LEVEL: env.E2E_N8N_LOG_LEVEL ?? 'info',
   N8N_LOG_OUTPUT: 'console',
   EXECUTIONS_MODE: 'regular',
