@@ -51,6 +51,18 @@ const claim = async (key, workflow = 'orders') =>
   null;
 
 // ------------------------------------------------------------------- n8n --
+// docs/n8n.md run:n8n-offline: NAME=value lines (an EnvironmentFile)
+function offlineEnv() {
+  const vars = {};
+  for (const line of docBlock(join(ROOT, 'docs/n8n.md'), 'n8n-offline').split('\n')) {
+    if (/^\s*(#|$)/.test(line)) continue;
+    const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(line);
+    if (!m) throw new Error(`docs/n8n.md run:n8n-offline: not NAME=value: ${line}`);
+    vars[m[1]] = m[2];
+  }
+  if (vars.N8N_DIAGNOSTICS_ENABLED !== 'false') throw new Error('docs/n8n.md run:n8n-offline lost N8N_DIAGNOSTICS_ENABLED=false');
+  return vars;
+}
 const n8nEnv = {
   ...env,
   N8N_USER_FOLDER: N8N_HOME,
@@ -65,26 +77,9 @@ const n8nEnv = {
   N8N_RUNNERS_BROKER_PORT: String(env.E2E_BROKER_PORT),
   N8N_RUNNERS_BROKER_LISTEN_ADDRESS: '127.0.0.1',
   N8N_SECURE_COOKIE: 'false',
-  N8N_DIAGNOSTICS_ENABLED: 'false',
-  N8N_DIAGNOSTICS_CONFIG_FRONTEND: '',
-  N8N_DIAGNOSTICS_CONFIG_BACKEND: '',
-  N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
-  N8N_VERSION_NOTIFICATIONS_WHATS_NEW_ENABLED: 'false',
-  N8N_TEMPLATES_ENABLED: 'false',
-  N8N_DYNAMIC_BANNERS_ENABLED: 'false',
-  N8N_HIRING_BANNER_ENABLED: 'false',
-  N8N_PERSONALIZATION_ENABLED: 'false',
-  N8N_LICENSE_AUTO_RENEW_ENABLED: 'false',
-  N8N_COMMUNITY_PACKAGES_ENABLED: 'false',
-  N8N_AI_ENABLED: 'false',
-  N8N_SENTRY_DSN: '',
-  // endpoints n8n would call out to, pointed at a closed loopback port
-  N8N_LICENSE_SERVER_URL: 'http://127.0.0.1:9/',
-  N8N_TEMPLATES_HOST: 'http://127.0.0.1:9/',
-  N8N_VERSION_NOTIFICATIONS_ENDPOINT: 'http://127.0.0.1:9/',
-  N8N_DYNAMIC_BANNERS_ENDPOINT: 'http://127.0.0.1:9/',
-  N8N_FRONTEND_SENTRY_DSN: '',
-  EXTERNAL_FRONTEND_HOOKS_URLS: '',
+  // telemetry, version checks, templates, banners and the other calls out
+  // switched off: docs/n8n.md's block run:n8n-offline, as users are shown it
+  ...offlineEnv(),
   N8N_LOG_LEVEL: env.E2E_N8N_LOG_LEVEL ?? 'info',
   N8N_LOG_OUTPUT: 'console',
   EXECUTIONS_MODE: 'regular',
@@ -335,15 +330,21 @@ async function liveSideEffectUrl(id) {
   return live ? live.find((n) => n.name === 'Side effect')?.parameters?.url : null;
 }
 
-// run a documented shell block as written, in the copy of the repository.
-// Asynchronously: the sink runs in this process, and must answer the side
-// effects that the block's deliveries cause
-function runDocBlock(name, cwd, replace = []) {
-  let block = docBlock(join(ROOT, 'docs/n8n.md'), name);
-  for (const [placeholder, value] of replace) block = fill(block, placeholder, value, `docs/n8n.md run:${name}`);
-  log(`docs/n8n.md run:${name}:\n${block.trimEnd()}`);
+// run a documented shell block as written, in the copy of the repository,
+// with the shell variables that docs/n8n.md's table names set to the test's
+// values (VARS) and no others of them.  Asynchronously: the sink runs in this
+// process, and must answer the side effects that the block's deliveries cause
+const DOC_VARS = ['N8N_URL', 'N8N_PUBLIC_URL', 'SIDE_EFFECT_URL', 'CHAT_WEBHOOK_URL'];
+function runDocBlock(name, cwd, vars = {}) {
+  const block = docBlock(join(ROOT, 'docs/n8n.md'), name);
+  for (const v of Object.keys(vars))
+    if (!block.includes(v)) throw new Error(`docs/n8n.md run:${name} no longer reads ${v}`);
+  const env = { ...n8nEnv };
+  for (const v of DOC_VARS) delete env[v];
+  Object.assign(env, vars);
+  log(`docs/n8n.md run:${name} (${Object.entries(vars).map(([k, v]) => `${k}=${v}`).join(' ') || 'no variables'}):\n${block.trimEnd()}`);
   return new Promise((resolve, reject) => {
-    const p = spawn('bash', ['-euo', 'pipefail', '-c', block], { cwd, env: n8nEnv, stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn('bash', ['-euo', 'pipefail', '-c', block], { cwd, env, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     p.stdout.setEncoding('utf8');
     p.stdout.on('data', (d) => (out += d));
@@ -352,14 +353,6 @@ function runDocBlock(name, cwd, replace = []) {
   });
 }
 
-// the placeholder URL that docs/n8n.md's side-effect-url block writes into the
-// gate (the user types their own downstream there)
-const DOC_DOWNSTREAM = 'https://api.example.com/charge';
-const DOC_N8N = 'http://localhost:5678';
-// the placeholders of docs/n8n.md's inbox and alerts blocks: your n8n's
-// address, your chat's incoming webhook
-const DOC_N8N_ADDRESS = 'https://n8n.example.com';
-const DOC_CHAT = 'https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX';
 const setupNotes = {};
 
 async function setup() {
@@ -387,7 +380,7 @@ async function setup() {
     writeFileSync(join(ex, f), readFileSync(join(ROOT, 'examples/n8n', f), 'utf8'));
   // step 4, as written: the side effect's URL set in the file, before anything
   // is imported or published (the user's URL is the sink's here)
-  await runDocBlock('side-effect-url', dir, [[DOC_DOWNSTREAM, SINK_URL]]);
+  await runDocBlock('side-effect-url', dir, { SIDE_EFFECT_URL: SINK_URL });
   const gateText = readFileSync(join(ex, 'webhook-gate.json'), 'utf8');
   if (gateText.includes(SIDE_EFFECT_URL) || !gateText.includes(SINK_URL))
     throw new Error('docs/n8n.md run:side-effect-url did not point webhook-gate.json at the downstream');
@@ -424,7 +417,7 @@ async function setup() {
   setupNotes.fields = { before: fieldsBefore, saved: fieldsSaved, published: fieldsLive, liveUrl: await liveSideEffectUrl(IDS.fields) };
   log(`fields variant through the editor: webhook ${fieldsBefore} before, ${fieldsSaved} after Save, ${fieldsLive} after Publish; live URL ${setupNotes.fields.liveUrl}`);
   // step 6, as written: try it (two deliveries of one event)
-  const tryOut = await runDocBlock('try-it', dir, [[DOC_N8N, BASE]]);
+  const tryOut = await runDocBlock('try-it', dir, { N8N_URL: BASE });
   const answers = tryOut.split('\n').filter((l) => l.trim().startsWith('{')).map((l) => { try { return JSON.parse(l); } catch { return null; } });
   setupNotes.tryIt = { answers: answers.map((a) => a?.status ?? null), effects: sink.count('evt-1') };
   log(`docs/n8n.md run:try-it answered ${JSON.stringify(setupNotes.tryIt)}`);
@@ -471,9 +464,9 @@ async function setupInbox(ex, dir) {
   writeFileSync(join(ex, 'inbox.json'), readFileSync(join(ROOT, 'examples/n8n/inbox.json'), 'utf8'));
   writeFileSync(join(ex, 'alerts.json'),
     fill(readFileSync(join(ROOT, 'examples/n8n/alerts.json'), 'utf8'), `"minutesInterval": ${DIGEST_MINUTES}`, '"minutesInterval": 1', 'alerts.json'));
-  await runDocBlock('inbox-url', dir, [[DOC_N8N_ADDRESS, BASE]]);
+  await runDocBlock('inbox-url', dir, { N8N_URL: BASE });
   await runDocBlock('inbox-import', dir);
-  await runDocBlock('alerts-urls', dir, [[DOC_N8N_ADDRESS, BASE], [DOC_CHAT, CHAT_SINK_URL]]);
+  await runDocBlock('alerts-urls', dir, { N8N_URL: BASE, CHAT_WEBHOOK_URL: CHAT_SINK_URL });
   await runDocBlock('alerts-import', dir);
   const inbox = readFileSync(join(ex, 'inbox.json'), 'utf8');
   const alerts = readFileSync(join(ex, 'alerts.json'), 'utf8');

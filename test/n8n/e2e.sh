@@ -10,10 +10,12 @@
 #
 # It follows docs/n8n.md's "Gate a webhook" as written: every block marked
 # <!-- run: NAME --> there is extracted (test/n8n/doc_block.mjs) and run, with
-# only the placeholders the docs name replaced (the password change-me, the
-# credential's port, the downstream URL https://api.example.com/charge, n8n's
-# address http://localhost:5678, and the stuck-alert's '30 seconds'), so a
-# documented command that stops working fails this test.  All on loopback:
+# the shell variables the docs tell the reader to set (N8N_URL,
+# SIDE_EFFECT_URL, CHAT_WEBHOOK_URL) set to the test's addresses, and only
+# the placeholders the docs name replaced (the password change-me, the
+# credential's port, and the stuck-alert's '30 seconds'), so a documented
+# command that stops working fails this test.  n8n starts with the docs'
+# run:n8n-offline variables.  All on loopback:
 #   1. installs the pinned n8n, and the Node it needs, into reusable caches
 #      (test/n8n/install_n8n.sh); that Node is first on PATH for n8n only;
 #   2. runs the documented install line (make ... install) from the repository,

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The documentation suite: every relative link of every Markdown file of
 # the repository points to a file that exists, and every #anchor to a
-# heading of its file (test/ops/check_links.py); the README stays short
+# heading of its file (test/ops/check_links.py); the blocks marked
+# <!-- run: NAME --> are safe to paste (test/ops/check_doc_blocks.py: no
+# example address written over a working one, the reader's values taken
+# from shell variables, the editing blocks run on a copy of examples/ with
+# and without those variables); the README stays short
 # (under 15 KB) and keeps the blocks that other suites run as written;
 # src/ keeps to the layers src/README.md declares (scripts/layers.py: every
 # file placed, no circle, at most one include or call running back up).  Reads only the repository; needs python3.  Ends with one line
@@ -28,6 +32,22 @@ else
 	passed=$((passed + p))
 	failed=$((failed + f))
 	echo "# $p links work, $f do not"
+fi
+
+out=$(python3 "$ROOT/test/ops/check_doc_blocks.py" "$ROOT" 2>&1)
+rc=$?
+echo "$out" | grep -v '^[0-9]* passed, [0-9]* failed$' | grep -v '^ok - '
+last=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
+if [ -z "$last" ]; then
+	echo "$out"
+	notok "check_doc_blocks.py ran"
+else
+	p=$(echo "$last" | awk '{print $1}')
+	f=$(echo "$last" | awk '{print $3}')
+	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+	passed=$((passed + p))
+	failed=$((failed + f))
+	echo "# $p checks of the runnable blocks pass, $f do not"
 fi
 
 size=$(wc -c <"$ROOT/README.md")
