@@ -105,15 +105,20 @@ chunk_realloc(void *p, size_t size, size_t limit)
 	c->next->prev = c->prev;
 	n = realloc(c, sizeof(Chunk) + size);
 	if (n == NULL)
-		n = c;					/* still valid: relink it, then fail */
+	{
+		/* the chunk is still valid: relink it, then fail */
+		c->next = chunks.next;
+		c->prev = &chunks;
+		chunks.next->prev = c;
+		chunks.next = c;
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	}
 	n->next = chunks.next;
 	n->prev = &chunks;
 	chunks.next->prev = n;
 	chunks.next = n;
-	if (n == c && size > c->size)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory")));
 	n->size = size;
 	return n + 1;
 }
