@@ -7,6 +7,9 @@
 # lets them pass.
 #
 #   instruments.sh MAJOR                      the quick layer, then the log
+#   instruments.sh MAJOR --all                every suite of the test command
+#                                             (scripts/test.sh) on that build,
+#                                             then every server log it left
 #   instruments.sh MAJOR --discard-caches [MINUTES]
 #                                             pg_regress, then isolation, with
 #                                             debug_discard_caches = 1 (every
@@ -38,7 +41,7 @@ MODE=${2:-quick}
 MINUTES=${3:-15}
 case "$MAJOR" in [0-9]*) ;; *) sed -n '/^#   instruments.sh/,/^$/p' "$0" >&2; exit 2 ;; esac
 case "$MODE" in
-quick | --discard-caches) ;;
+quick | --discard-caches | --all) ;;
 --sql-fuzz) MINUTES=${3:-30} ;;
 --valgrind) MINUTES=${3:-120} ;;
 *) echo "instruments.sh: unknown mode $MODE" >&2; exit 2 ;;
@@ -55,7 +58,7 @@ export PG_CONFIG
 # What the server log of an assert build says when something is wrong.
 PATTERNS=(
 	'TRAP: '
-	'terminated by signal'
+	'terminated by signal (4|6|7|8|11)'
 	'PANIC:'
 	'WARNING:  .*leak'
 	'WARNING:  .*(not closed|still referenced|still active|was not released)'
@@ -118,6 +121,30 @@ if [ "$MODE" = quick ]; then
 	work=$(echo "$out" | sed -n 's/^kept //p' | tail -1)
 	[ -n "$work" ] || { echo "instruments.sh: quick.sh kept no directory"; exit 1; }
 	scan "$work/instance/log/postmaster.log"
+	echo "$FINDINGS findings"
+	[ "$rc" -eq 0 ] && [ "$FINDINGS" -eq 0 ]
+	exit
+fi
+
+if [ "$MODE" = --all ]; then
+	# the test command with this build as the host's PostgreSQL (the
+	# Debian package step left out: it builds against Debian's server)
+	rc=0
+	PG_CONFIG="$PG_CONFIG" PG_MAJORS="$MAJOR" IDEM_TEST_DEB=0 "$ROOT/scripts/test.sh" \
+		>"${TMPDIR:-/tmp}/idem_gate_instruments_all.log" 2>&1 || rc=$?
+	out=${TMPDIR:-/tmp}/idem_gate_instruments_all.log
+	sed -n '/^== summary/,$p' "$out"
+	logs=$(sed -n 's/^== summary (logs in \([^;]*\);.*/\1/p' "$out")
+	[ -n "$logs" ] || { tail -40 "$out"; exit 1; }
+	work=$(dirname "$logs")
+	# every server log the run left: the temporary instances of
+	# pg_regress, isolation and the Perl TAP tests, and the suites' servers
+	all=$(mktemp)
+	find "$work" -type f \( -name '*.log' -o -name 'postmaster.log' -o -name 'logfile' \) \
+		-exec cat {} + >"$all" 2>/dev/null || true
+	echo "== $(find "$work" -type f -name '*.log' | wc -l) logs searched ($(wc -l <"$all") lines)"
+	scan "$all"
+	rm -f "$all"
 	echo "$FINDINGS findings"
 	[ "$rc" -eq 0 ] && [ "$FINDINGS" -eq 0 ]
 	exit

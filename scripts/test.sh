@@ -285,7 +285,7 @@ done
 # The Debian package of the host's major: built, linted, installed into a
 # clean root with apt-get, tested with the regression suite against the
 # installed files, purged (test/packaging/deb.sh; 17 and 18 on demand)
-if [ "$quick" = 0 ] && [[ " $MAJORS " == *" 15 "* ]]; then
+if [ "$quick" = 0 ] && [[ " $MAJORS " == *" 15 "* ]] && [ "${IDEM_TEST_DEB:-1}" = 1 ]; then
 	major=15
 	echo "== 15 Debian package"
 	"$REPO/test/packaging/deb.sh" 15 >"$LOGS/15-deb.log" 2>&1
