@@ -380,14 +380,26 @@ publish(const SecretSet *set)
 	pg_atomic_fetch_add_u64(&shared->generation, 1);	/* even: complete */
 }
 
-/* The secrets in force change: in the postmaster, for every backend. */
+/*
+ * The secrets in force change: in the postmaster, for every backend.  The
+ * set they replace is wiped here, since PostgreSQL frees a replaced extra
+ * right after this hook without clearing it, and a secret removed from the
+ * file must not stay in memory.  Nothing installs a replaced extra of this
+ * setting again (it cannot be SET, so it never has a saved value); were
+ * it ever, the wiped set lists no secret, and keyed calls refuse (55000)
+ * rather than hash under another secret.
+ */
 static void
 assign_secret_file(const char *newval, void *extra)
 {
+	SecretSet  *old = assigned;
+
 	assigned = (SecretSet *) extra;
 	assigned_generation++;
 	if (!IsUnderPostmaster && shared != NULL && assigned != NULL)
 		publish(assigned);
+	if (old != NULL && old != assigned)
+		explicit_bzero(old, sizeof(SecretSet));
 }
 
 static void
