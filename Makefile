@@ -47,6 +47,16 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# Keyed keys hash with libcrypto's EVP digests directly (src/keyed_hmac.c)
+# where PostgreSQL was built with OpenSSL (configure's --with-openssl or
+# --with-ssl=openssl, which PGXS's Makefile.global records as with_ssl),
+# linked as PostgreSQL's own contrib modules link it.  Without OpenSSL they
+# go through PostgreSQL's common/hmac.h: the same bytes, slower.
+ifeq ($(with_ssl),openssl)
+override CPPFLAGS += -DIG_USE_OPENSSL
+SHLIB_LINK += $(filter -lcrypto, $(LIBS))
+endif
+
 idem_gate--1.0--1.1.sql: $(sort $(wildcard src/sql/1.1/*.sql))
 	cat $^ > $@
 

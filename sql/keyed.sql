@@ -167,6 +167,70 @@ SELECT secret_id, file_order FROM idem_gate.secret_ids();
 SELECT k_secrets(ARRAY['s2 ' || repeat('b2', 40)]);
 SELECT idem_key('k_a', 'r1') LIKE 's2:%' AS s2_current_again;
 
+-- the stored form is HMAC-SHA256(secret, workflow || 0x00 || key) byte for
+-- byte, though each backend hashes a secret's two pads once, when it takes
+-- the secrets in (keyed_hmac.c): answers computed outside the server
+-- (Python's hmac module, and RFC 2104 by hand) for secrets of 32, 64 (one
+-- SHA-256 block), 65, 100 and 128 bytes (longer than a block: hashed
+-- first), keys of less and more than a block, in this one session across
+-- reloads that put a new secret first and then remove the older one
+CREATE FUNCTION k_hex(n int) RETURNS text LANGUAGE sql AS $$
+	SELECT string_agg(lpad(to_hex((g * 37 + 11) % 256), 2, '0'), '' ORDER BY g)
+	FROM generate_series(1, n) g $$;
+CREATE TABLE k_kat (n int, k text, mac text);
+INSERT INTO k_kat VALUES
+ (32, 'alice@example.com', '555f32491eaf5467a6d2adce121a8119a014d2b0daba3f331b6fda12a7ba6afd'),
+ (32, repeat('0123456789', 10), '1b1d5979db882da3f6a0088c5062238720c2abb60309bdb558d78b7497223bf0'),
+ (32, 'Ünïcødé', '473d5e45b52d0e24a0d97a49d332f0efd6c230444b684b207b1d4e1ac5dbe2fa'),
+ (64, 'alice@example.com', 'bbfe55f5433fcc15673fafccaad72cd651dac2c9de7c07b004fa18948fc12bd3'),
+ (64, repeat('0123456789', 10), '69601c0845113e00c41ddc7b81316110cfb89a7ab504bbd2a0aff4bc344aaa18'),
+ (64, 'Ünïcødé', '1191741fe67cf4d16bfabbc17d99869efebaf8c37692b67467596bf3cb9269b8'),
+ (65, 'alice@example.com', '56d72474d6fa88500155b6e7379c0eb7e989195413c7ae8db6ea8adb36b4b812'),
+ (65, repeat('0123456789', 10), 'ef838058193e254f1d084c090570776c767db9a0439d2ae2d7e7b09abafb0950'),
+ (65, 'Ünïcødé', '754961e6d71f6467d9c64ff001f5eadf90584f2e4f0d518228d202eebe863144'),
+ (100, 'alice@example.com', '344bd33cf1f1fb589e678549855176ddbd3c0266860c0c47e2e58f5ca1357764'),
+ (100, repeat('0123456789', 10), '768d689c4b1b135615cb5de720cd1152ea5d34157fb5f504f6e95234c30ed9e5'),
+ (100, 'Ünïcødé', 'fceb0b80ef854f01576bf74a90db4d5100e00a69f2c5b4e0fe8b07d6084b5c8d'),
+ (128, 'alice@example.com', '6a11e868588d8fea40c95b49b2655b77a62935f5f9573634f17ac2c20f765b3c'),
+ (128, repeat('0123456789', 10), '4d77a5eae827c083fceb3b828d54c15f52f83670bbdc808a904fc90fb4d0fab5'),
+ (128, 'Ünïcødé', 'aa3493c500965a56d13c45bfe39677b2068bed95c260a89a726dfbaa3e1c2461');
+INSERT INTO idem_gate.policies (workflow, keyed) VALUES ('k_kat', true);
+-- kat32 alone: idem_key and the stored keys of new claims
+SELECT k_secrets(ARRAY['kat32 ' || k_hex(32)]);
+SELECT n, octet_length(k) AS key_bytes, idem_key('k_kat', k) = 'kat' || n || ':' || mac AS known_answer
+  FROM k_kat WHERE n = 32 ORDER BY 2;
+SELECT idem_claim(k, 'k_kat', NULL) FROM k_kat WHERE n = 32 ORDER BY k;
+SELECT count(*) AS stored_as_known FROM idem_gate.claims c JOIN k_kat t ON c.key = 'kat32:' || t.mac
+  WHERE c.workflow = 'k_kat';
+-- kat64 first, kat32 second: the current form is kat64's, and kat32's claims
+-- are found through their form under the older secret
+SELECT k_secrets(ARRAY['kat64 ' || k_hex(64), 'kat32 ' || k_hex(32)]);
+SELECT n, octet_length(k) AS key_bytes, idem_key('k_kat', k) = 'kat' || n || ':' || mac AS known_answer
+  FROM k_kat WHERE n = 64 ORDER BY 2;
+SELECT r.outcome FROM k_kat t, idem_claim_ex(t.k, 'k_kat') r WHERE t.n = 32 ORDER BY t.k;
+-- kat65 first, kat64 second, kat32 removed: kat32's claims are no longer found,
+-- and claimed again under kat65; kat64's under the older secret
+SELECT k_secrets(ARRAY['kat65 ' || k_hex(65), 'kat64 ' || k_hex(64)]);
+SELECT n, octet_length(k) AS key_bytes, idem_key('k_kat', k) = 'kat' || n || ':' || mac AS known_answer
+  FROM k_kat WHERE n = 65 ORDER BY 2;
+SELECT r.outcome FROM k_kat t, idem_claim_ex(t.k, 'k_kat') r WHERE t.n = 32 ORDER BY t.k;
+SELECT count(*) AS stored_as_known FROM idem_gate.claims c JOIN k_kat t ON c.key = 'kat65:' || t.mac
+  WHERE c.workflow = 'k_kat';
+-- longer than a block: 100 and 128 bytes, each first, then alone
+SELECT k_secrets(ARRAY['kat100 ' || k_hex(100), 'kat65 ' || k_hex(65)]);
+SELECT n, octet_length(k) AS key_bytes, idem_key('k_kat', k) = 'kat' || n || ':' || mac AS known_answer
+  FROM k_kat WHERE n = 100 ORDER BY 2;
+SELECT r.outcome FROM k_kat t, idem_claim_ex(t.k, 'k_kat') r WHERE t.n = 32 ORDER BY t.k;
+SELECT k_secrets(ARRAY['kat128 ' || k_hex(128)]);
+SELECT n, octet_length(k) AS key_bytes, idem_key('k_kat', k) = 'kat' || n || ':' || mac AS known_answer
+  FROM k_kat WHERE n = 128 ORDER BY 2;
+SELECT idem_claim(k, 'k_kat', NULL) FROM k_kat WHERE n = 128 ORDER BY k;
+SELECT count(*) AS stored_as_known FROM idem_gate.claims c JOIN k_kat t ON c.key = 'kat128:' || t.mac
+  WHERE c.workflow = 'k_kat';
+DROP TABLE k_kat;
+DROP FUNCTION k_hex(int);
+SELECT k_secrets(ARRAY['s2 ' || repeat('b2', 40)]);
+
 -- the policy changes in every backend's view at once; keyed off: plain keys
 UPDATE idem_gate.policies SET keyed = false WHERE workflow = 'k_a';
 SELECT idem_key('k_a', 'r1') AS plain_again;

@@ -213,4 +213,19 @@ ig_compat_local_beentry(int idx)
 #define ig_guc_extra_alloc(size) malloc(size)
 #endif
 
+/*
+ * Keyed keys' HMAC from SHA-256 states prepared once per secret
+ * (keyed_hmac.c) needs OpenSSL's EVP_MD_CTX_new(), of 1.1.0 and later.
+ * The Makefile defines IG_USE_OPENSSL where PostgreSQL was built with
+ * OpenSSL; 15 still builds with 1.0.1 and 17 with 1.0.2 (18 needs 1.1.1),
+ * and with those, as without OpenSSL, every HMAC goes through
+ * common/hmac.h.
+ */
+#ifdef IG_USE_OPENSSL
+#include <openssl/opensslv.h>
+#if OPENSSL_VERSION_NUMBER >= 0x10100000L
+#define IG_HMAC_EVP 1
+#endif
+#endif
+
 #endif							/* IDEM_COMPAT_H */

@@ -28,6 +28,12 @@
  * every other listed secret, waiting for a claim still in progress there,
  * and yields with a serialization failure when one exists (claim.c).
  *
+ * Each backend takes the secrets in force into its own copy at its first
+ * keyed call and again at the first after each reload, and prepares then
+ * what it hashes with under each (keyed_hmac.c): the key's pads are hashed
+ * once per secret and backend, not once per call.  What a reload removed
+ * is overwritten or wiped by then.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -45,7 +51,6 @@
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "catalog/namespace.h"
-#include "common/hmac.h"
 #include "common/sha2.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
@@ -64,6 +69,7 @@
 #include "citus.h"
 #include "compat.h"
 #include "keyed.h"
+#include "keyed_hmac.h"
 
 /* Bytes of a secret: at least this many, and at most MAX_SECRET_BYTES. */
 #define MIN_SECRET_BYTES	32
@@ -111,6 +117,9 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 /* This backend's copy of the secrets in force, and its generation. */
 static SecretSet local;
 static uint64 local_generation = 0;
+
+/* What each secret of the copy is hashed with, prepared when it is taken in. */
+static IgKeyedHmac *local_hmac[IG_KEYED_MAX_SECRETS];
 
 /* The workflows whose policy says keyed, per backend (on Citus, per transaction). */
 static bool policies_valid = false;
@@ -371,14 +380,26 @@ publish(const SecretSet *set)
 	pg_atomic_fetch_add_u64(&shared->generation, 1);	/* even: complete */
 }
 
-/* The secrets in force change: in the postmaster, for every backend. */
+/*
+ * The secrets in force change: in the postmaster, for every backend.  The
+ * set they replace is wiped here, since PostgreSQL frees a replaced extra
+ * right after this hook without clearing it, and a secret removed from the
+ * file must not stay in memory.  Nothing installs a replaced extra of this
+ * setting again (it cannot be SET, so it never has a saved value); were
+ * it ever, the wiped set lists no secret, and keyed calls refuse (55000)
+ * rather than hash under another secret.
+ */
 static void
 assign_secret_file(const char *newval, void *extra)
 {
+	SecretSet  *old = assigned;
+
 	assigned = (SecretSet *) extra;
 	assigned_generation++;
 	if (!IsUnderPostmaster && shared != NULL && assigned != NULL)
 		publish(assigned);
+	if (old != NULL && old != assigned)
+		explicit_bzero(old, sizeof(SecretSet));
 }
 
 static void
@@ -450,12 +471,36 @@ ig_keyed_init(void)
 }
 
 /*
+ * Prepare what this backend hashes with under each secret of its copy,
+ * which has just changed: at the first call after start and after each
+ * reload.  The states of the secrets before, some of which may have left
+ * the file, are wiped and freed first.  One that fails to be prepared
+ * stays NULL and is prepared again when it is wanted (hmac_of).
+ */
+static void
+take_in_secrets(void)
+{
+	for (int i = 0; i < IG_KEYED_MAX_SECRETS; i++)
+	{
+		IgKeyedHmac *h = local_hmac[i];
+
+		local_hmac[i] = NULL;
+		ig_keyed_hmac_free(h);
+	}
+	for (int i = 0; i < local.n; i++)
+		local_hmac[i] = ig_keyed_hmac_create(local.s[i].key, local.s[i].len);
+}
+
+/*
  * The secrets in force, in this backend's copy, and their generation: the
- * shared ones when preloaded, else the setting's own.
+ * shared ones when preloaded, else the setting's own.  Copying them over
+ * the copy before overwrites the secrets a reload removed.
  */
 static const SecretSet *
 current_set(uint64 *generation)
 {
+	uint64		before = local_generation;
+
 	if (shared != NULL)
 	{
 		uint64		g = pg_atomic_read_u64(&shared->generation);
@@ -487,6 +532,8 @@ current_set(uint64 *generation)
 			memset(&local, 0, sizeof(SecretSet));
 		local_generation = assigned_generation;
 	}
+	if (local_generation != before)
+		take_in_secrets();
 	*generation = local_generation;
 	return &local;
 }
@@ -645,20 +692,20 @@ ig_keyed_workflow(const char *workflow)
 	return false;
 }
 
-/* HMAC-SHA256(secret, workflow || 0x00 || key) into mac. */
+/*
+ * HMAC-SHA256(secret i of the copy, workflow || 0x00 || key) into mac, from
+ * the state prepared when the secret was taken in (keyed_hmac.c), or
+ * prepared now if that failed.
+ */
 static void
-hmac_of(const Secret *s, const char *workflow, const text *key, uint8 *mac)
+hmac_of(int i, const char *workflow, const text *key, uint8 *mac)
 {
-	pg_hmac_ctx *ctx = pg_hmac_create(PG_SHA256);
-
-	if (ctx == NULL ||
-		pg_hmac_init(ctx, s->key, s->len) < 0 ||
-		pg_hmac_update(ctx, (const uint8 *) workflow, strlen(workflow) + 1) < 0 ||
-		pg_hmac_update(ctx, (const uint8 *) VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)) < 0 ||
-		pg_hmac_final(ctx, mac, PG_SHA256_DIGEST_LENGTH) < 0)
-		elog(ERROR, "could not compute HMAC-SHA256: %s",
-			 ctx ? pg_hmac_error(ctx) : "out of memory");
-	pg_hmac_free(ctx);
+	if (local_hmac[i] == NULL)
+		local_hmac[i] = ig_keyed_hmac_create(local.s[i].key, local.s[i].len);
+	ig_keyed_hmac_compute(local_hmac[i],
+						  (const uint8 *) workflow, strlen(workflow) + 1,
+						  (const uint8 *) VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key),
+						  mac);
 }
 
 /* Compute forms from the secrets in force, newest first. */
@@ -686,7 +733,7 @@ compute_forms(IgKeyForms *forms)
 		char	   *str = palloc(idlen + 1 + 2 * PG_SHA256_DIGEST_LENGTH + 1);
 		char	   *p = str;
 
-		hmac_of(&set->s[i], forms->workflow, forms->key, mac);
+		hmac_of(i, forms->workflow, forms->key, mac);
 		memcpy(p, set->s[i].id, idlen);
 		p += idlen;
 		*p++ = ':';

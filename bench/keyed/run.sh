@@ -11,7 +11,8 @@
 # common/hmac.h), so "keyed/plain" can be read against "plain+HMAC/plain".
 #   BENCH_SECONDS (10), BENCH_ROUNDS (4), BENCH_SECRETS (1: secrets listed;
 #   2 shows a rotation, where a duplicate under the older secret is probed
-#   twice)
+#   twice), PG_CONFIG (pg_config on the PATH: the PostgreSQL that idem_gate
+#   is installed into and whose server, psql and pgbench run)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$here/../.." && pwd)
@@ -20,8 +21,14 @@ ROUNDS=${BENCH_ROUNDS:-4}
 NSECRETS=${BENCH_SECRETS:-1}
 PORT=${BENCH_PORT:-55436}
 
+PG_CONFIG=${PG_CONFIG:-pg_config}
+export PG_CONFIG
+BIN=$("$PG_CONFIG" --bindir)
+export PATH=$BIN:$PATH
+
 "$ROOT/scripts/deps.sh"
-make -s -C "$ROOT" with_llvm=no >/dev/null && make -s -C "$ROOT" with_llvm=no install >/dev/null
+make -s -C "$ROOT" PG_CONFIG="$PG_CONFIG" with_llvm=no >/dev/null &&
+	make -s -C "$ROOT" PG_CONFIG="$PG_CONFIG" with_llvm=no install >/dev/null
 DIR=$(mktemp -d /tmp/idem_gate_bench_keyed.XXXXXX)
 chmod 755 "$DIR"
 trap '"$ROOT/scripts/cluster.sh" stop "$DIR"; rm -rf "$DIR"' EXIT
