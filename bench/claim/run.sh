@@ -22,19 +22,9 @@ PORT=${BENCH_PORT:-55434}
 # PG_MAJOR=17 or 18: idem_gate built and installed in that major's Debian
 # root (scripts/roots.sh), its server run there by cluster.sh; the clients
 # (pgbench, psql) are the host's
-MAJOR=${PG_MAJOR:-15}
-if [ "$MAJOR" = 15 ]; then
-	make -s -C "$ROOT" with_llvm=no >/dev/null && make -s -C "$ROOT" with_llvm=no install >/dev/null
-else
-	"$ROOT/scripts/roots.sh" "$MAJOR"
-	rootdir=$("$ROOT/scripts/roots.sh" path "$MAJOR")
-	rm -rf "$rootdir/tmp/idem_gate_bench_build" && mkdir -p "$rootdir/tmp/idem_gate_bench_build"
-	tar -C "$ROOT" --exclude=.git --exclude=node_modules -cf - . | tar -C "$rootdir/tmp/idem_gate_bench_build" -xf -
-	chroot "$rootdir" sh -c "cd /tmp/idem_gate_bench_build && make -s clean >/dev/null 2>&1;
-		make -s with_llvm=no PG_CONFIG=/usr/lib/postgresql/$MAJOR/bin/pg_config >/dev/null &&
-		make -s with_llvm=no PG_CONFIG=/usr/lib/postgresql/$MAJOR/bin/pg_config install >/dev/null"
-fi
-export PG_MAJOR=$MAJOR
+. "$ROOT/bench/lib.sh"
+bench_install "$ROOT"
+MAJOR=$PG_MAJOR
 DIR=$(mktemp -d /tmp/idem_gate_bench.XXXXXX)
 chmod 755 "$DIR"
 trap '"$ROOT/scripts/cluster.sh" stop "$DIR"; rm -rf "$DIR"' EXIT

@@ -123,18 +123,21 @@ chunk_realloc(void *p, size_t size, size_t limit)
 	return n + 1;
 }
 
+/* The backend's allocation calls, on the list of live chunks. */
 void *
 palloc(Size size)
 {
 	return chunk_alloc(size, MaxAllocSize, false);
 }
 
+/* palloc(), zeroed. */
 void *
 palloc0(Size size)
 {
 	return chunk_alloc(size, MaxAllocSize, true);
 }
 
+/* palloc() with the flags the toolkit may pass: huge, zeroed. */
 void *
 palloc_extended(Size size, int flags)
 {
@@ -143,36 +146,42 @@ palloc_extended(Size size, int flags)
 					   (flags & MCXT_ALLOC_ZERO) != 0);
 }
 
+/* One context only: every chunk is freed at the end of the input. */
 void *
 MemoryContextAlloc(MemoryContext context, Size size)
 {
 	return chunk_alloc(size, MaxAllocSize, false);
 }
 
+/* MemoryContextAlloc(), zeroed. */
 void *
 MemoryContextAllocZero(MemoryContext context, Size size)
 {
 	return chunk_alloc(size, MaxAllocSize, true);
 }
 
+/* Up to MaxAllocHugeSize, as the server allows. */
 void *
 MemoryContextAllocHuge(MemoryContext context, Size size)
 {
 	return chunk_alloc(size, MaxAllocHugeSize, false);
 }
 
+/* Resize within the server's limit. */
 void *
 repalloc(void *pointer, Size size)
 {
 	return chunk_realloc(pointer, size, MaxAllocSize);
 }
 
+/* Resize within the huge limit. */
 void *
 repalloc_huge(void *pointer, Size size)
 {
 	return chunk_realloc(pointer, size, MaxAllocHugeSize);
 }
 
+/* Free one chunk and take it off the list. */
 void
 pfree(void *pointer)
 {
@@ -183,6 +192,7 @@ pfree(void *pointer)
 	free(c);
 }
 
+/* A copy of a string, on the list. */
 char *
 pstrdup(const char *in)
 {
@@ -191,6 +201,7 @@ pstrdup(const char *in)
 	return memcpy(palloc(len), in, len);
 }
 
+/* A terminated copy of size bytes, on the list. */
 char *
 pnstrdup(const char *in, Size size)
 {
@@ -253,6 +264,7 @@ rt_sqlstate(int code)
 	return buf;
 }
 
+/* Start an ereport(): only ERROR and above are of interest here. */
 bool
 errstart(int elevel, const char *domain)
 {
@@ -264,12 +276,14 @@ errstart(int elevel, const char *domain)
 	return true;
 }
 
+/* The ERROR form of errstart() the compiler calls for constant levels. */
 bool
 errstart_cold(int elevel, const char *domain)
 {
 	return errstart(elevel, domain);
 }
 
+/* The SQLSTATE, which the harness checks against the contract. */
 int
 errcode(int sqlerrcode)
 {
@@ -277,53 +291,52 @@ errcode(int sqlerrcode)
 	return 0;
 }
 
+/* Format an ereport() argument's message into a buffer. */
+#define FORMAT_INTO(buf, fmt) \
+	do { \
+		va_list		ap_; \
+		va_start(ap_, fmt); \
+		vsnprintf(buf, sizeof(buf), fmt, ap_); \
+		va_end(ap_); \
+	} while (0)
+
+/* The message is kept, for the harness to show with the SQLSTATE. */
 int
 errmsg(const char *fmt,...)
 {
-	va_list		ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cur_message, sizeof(cur_message), fmt, ap);
-	va_end(ap);
+	FORMAT_INTO(cur_message, fmt);
 	return 0;
 }
 
+/* elog()'s message, kept like errmsg()'s. */
 int
 errmsg_internal(const char *fmt,...)
 {
-	va_list		ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cur_message, sizeof(cur_message), fmt, ap);
-	va_end(ap);
+	FORMAT_INTO(cur_message, fmt);
 	return 0;
 }
 
-/* the details and hints are formatted, so that a bad format shows */
+/* A detail is formatted, so that a bad format or argument shows, and dropped. */
 int
 errdetail(const char *fmt,...)
 {
 	char		buf[1024];
-	va_list		ap;
 
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
+	FORMAT_INTO(buf, fmt);
 	return 0;
 }
 
+/* A hint likewise. */
 int
 errhint(const char *fmt,...)
 {
 	char		buf[1024];
-	va_list		ap;
 
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
+	FORMAT_INTO(buf, fmt);
 	return 0;
 }
 
+/* The end of an ereport(): an ERROR returns to rt_try(). */
 void
 errfinish(const char *filename, int lineno, const char *funcname)
 {
@@ -373,6 +386,7 @@ check_stack_depth(void)
 				 errmsg("stack depth limit exceeded")));
 }
 
+/* Nothing interrupts a fuzzer's input. */
 void
 ProcessInterrupts(void)
 {
@@ -396,6 +410,7 @@ pg_mbstrlen_with_len(const char *mbstr, int limit)
 	return len;
 }
 
+/* Bytes of the first limit characters, for clipping a message. */
 int
 pg_mbcharcliplen(const char *mbstr, int len, int limit)
 {
