@@ -18,37 +18,30 @@ failed=0
 ok() { passed=$((passed + 1)); echo "ok - $*"; }
 notok() { failed=$((failed + 1)); echo "not ok - $*"; }
 
-out=$(python3 "$ROOT/test/ops/check_links.py" "$ROOT" 2>&1)
-rc=$?
-echo "$out" | grep -v '^[0-9]* passed, [0-9]* failed$' | grep -v '^ok - '
-last=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
-if [ -z "$last" ]; then
-	echo "$out"
-	notok "check_links.py ran"
-else
+# checker SCRIPT NOUN: a checker of test/ops/ that ends with its own
+# "N passed, N failed", added to this suite's counts; its other lines
+# shown except its passing ones
+checker() {
+	local script=$1 noun=$2 out rc last p f
+	out=$(python3 "$ROOT/test/ops/$script" "$ROOT" 2>&1)
+	rc=$?
+	echo "$out" | grep -v '^[0-9]* passed, [0-9]* failed$' | grep -v '^ok - '
+	last=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
+	if [ -z "$last" ]; then
+		echo "$out"
+		notok "$script ran"
+		return
+	fi
 	p=$(echo "$last" | awk '{print $1}')
 	f=$(echo "$last" | awk '{print $3}')
 	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 	passed=$((passed + p))
 	failed=$((failed + f))
-	echo "# $p links work, $f do not"
-fi
+	echo "# $p $noun pass, $f do not"
+}
 
-out=$(python3 "$ROOT/test/ops/check_doc_blocks.py" "$ROOT" 2>&1)
-rc=$?
-echo "$out" | grep -v '^[0-9]* passed, [0-9]* failed$' | grep -v '^ok - '
-last=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -1)
-if [ -z "$last" ]; then
-	echo "$out"
-	notok "check_doc_blocks.py ran"
-else
-	p=$(echo "$last" | awk '{print $1}')
-	f=$(echo "$last" | awk '{print $3}')
-	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
-	passed=$((passed + p))
-	failed=$((failed + f))
-	echo "# $p checks of the runnable blocks pass, $f do not"
-fi
+checker check_links.py "links"
+checker check_doc_blocks.py "checks of the runnable blocks"
 
 size=$(wc -c <"$ROOT/README.md")
 if [ "$size" -lt 15000 ]; then ok "README.md is under 15 KB ($size bytes)"; else notok "README.md is under 15 KB ($size bytes)"; fi
