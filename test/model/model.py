@@ -46,6 +46,7 @@ import os
 import random
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -56,6 +57,11 @@ import psycopg2.extensions
 
 EPS = 0.003                 # seconds of slack when comparing clock readings
 FAR = 3000 * 365.25 * 86400  # a policy value that never expires anything
+# the C edition's defaults, which the managed edition (no settings of its
+# own) applies
+MANAGED_DEFAULTS = {'idem_gate.retention': 2592000, 'idem_gate.failed_retention': 604800,
+                    'idem_gate.receipt_retention': 0, 'idem_gate.stuck_after': 900,
+                    'idem_gate.max_payload_bytes': 1048576, 'idem_gate.max_attempts': 5}
 MODEL_VERSION = '1.3'        # the version of idem_gate the model knows (1.3 changes no
                              # answer of 1.2's state machine; its bulk decisions are
                              # tested in sql/bulk_decisions.sql)
@@ -1481,6 +1487,8 @@ class Run:
             cur.execute('CREATE ROLE %s NOLOGIN' % self.roles[r])
         self.sconn = self.connect('super')
         c = self.sconn.cursor()
+        if self.args.edition == 'managed':
+            return self.setup_managed(c, cur)
         try:
             if self.args.ext_version:
                 c.execute('CREATE EXTENSION idem_gate VERSION %s', (self.args.ext_version,))
@@ -1498,6 +1506,10 @@ class Run:
                 v, self.db, '; '.join(missing)), None)
         if v != MODEL_VERSION:
             raise Fail('idem_gate installs version %s; the model knows %s' % (v, MODEL_VERSION), None)
+        return self.setup_grants(c)
+
+    def setup_grants(self, c):
+        """The roles' grants, the shape of what the operator reads, the defaults."""
         for r in ('client', 'operator'):
             c.execute('GRANT USAGE ON SCHEMA idem_gate TO %s' % self.roles[r])
             for f in GATE_FUNCS:
@@ -1514,17 +1526,45 @@ class Run:
             got = [d[0] for d in c.description]
             if got != cols:
                 raise Fail('%s has the columns %r; the model expects %r' % (what, got, cols), None)
-        c.execute("SELECT name, setting::int FROM pg_settings WHERE name IN ('idem_gate.retention',"
-                  " 'idem_gate.failed_retention', 'idem_gate.receipt_retention', 'idem_gate.stuck_after',"
-                  " 'idem_gate.max_payload_bytes', 'idem_gate.max_attempts')")
-        self.defaults = dict(c.fetchall())
-        c.execute("SELECT setting FROM pg_settings WHERE name = 'idem_gate.stuck_action'")
-        self.default_action = c.fetchone()[0]
+        if self.args.edition == 'managed':
+            # no settings are defined: the C edition's defaults apply
+            self.defaults = dict(MANAGED_DEFAULTS)
+            self.default_action = 'alert'
+        else:
+            c.execute("SELECT name, setting::int FROM pg_settings WHERE name IN ('idem_gate.retention',"
+                      " 'idem_gate.failed_retention', 'idem_gate.receipt_retention', 'idem_gate.stuck_after',"
+                      " 'idem_gate.max_payload_bytes', 'idem_gate.max_attempts')")
+            self.defaults = dict(c.fetchall())
+            c.execute("SELECT setting FROM pg_settings WHERE name = 'idem_gate.stuck_action'")
+            self.default_action = c.fetchone()[0]
         # the size of each payload as idem_gate.max_payload_bytes measures
         # it: the bytes of the jsonb value
         c.execute('SELECT x, pg_column_size(x::jsonb) FROM unnest(%s::text[]) x', (PAYLOADS + [PAYLOAD_HUGE],))
         self.payload_sizes = dict(c.fetchall())
         self.locker = self.connect('super')
+
+    def setup_managed(self, c, cur):
+        """The managed edition (managed/idem_gate.sql), installed with psql by
+        a role that is not a superuser and owns the database, as on a
+        managed service; then the grants and checks of setup()."""
+        owner = 'idem_model_owner_' + self.tag
+        self.roles['owner'] = owner
+        cur.execute('CREATE ROLE %s LOGIN CREATEDB CREATEROLE' % owner)
+        cur.execute('ALTER DATABASE %s OWNER TO %s' % (self.db, owner))
+        c.execute('ALTER SCHEMA public OWNER TO %s' % owner)
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'managed', 'idem_gate.sql')
+        r = subprocess.run(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-U', owner, '-d', self.db,
+                            '-f', path], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Fail('managed/idem_gate.sql: %s' % (r.stderr.strip() or r.stdout.strip()), None)
+        c.execute('SELECT idem_gate.managed_version()')
+        v = c.fetchone()[0]
+        missing = [m for m in self.missing_api(c) if not m.startswith('setting ')]
+        if missing:
+            raise Fail('the managed edition %s lacks the API the model checks: %s' % (v, '; '.join(missing)), None)
+        if v != MODEL_VERSION:
+            raise Fail('the managed edition is version %s; the model knows %s' % (v, MODEL_VERSION), None)
+        return self.setup_grants(c)
 
     def missing_api(self, c):
         """The objects of the 1.2 API the model uses that this database lacks."""
@@ -1575,8 +1615,9 @@ class Run:
             print('kept database %s' % self.db)
             return
         cur.execute('DROP DATABASE IF EXISTS %s WITH (FORCE)' % self.db)
-        for r in ('client', 'operator'):
-            cur.execute('DROP ROLE IF EXISTS %s' % self.roles[r])
+        for r in ('client', 'operator', 'owner'):
+            if r in self.roles:
+                cur.execute('DROP ROLE IF EXISTS %s' % self.roles[r])
 
     def base_policy(self, cur, wfs):
         for wf in wfs:
@@ -2108,6 +2149,9 @@ def main():
     ap.add_argument('--ext-version', default=None,
                     help='CREATE EXTENSION idem_gate VERSION this (default: the default version); '
                          'a version without the 1.2 API fails at once, naming what it lacks')
+    ap.add_argument('--edition', choices=['c', 'managed'], default=os.environ.get('IDEM_EDITION', 'c'),
+                    help='the C extension (CREATE EXTENSION) or the managed edition (managed/idem_gate.sql, '
+                         'installed by a role that is not a superuser); default $IDEM_EDITION or c')
     ap.add_argument('--update', action='store_true',
                     help='with --ext-version: ALTER EXTENSION idem_gate UPDATE before the run')
     args = ap.parse_args()
@@ -2120,7 +2164,8 @@ def main():
     print('model: seed %d (replay: test/model/run.sh --seed %d%s%s)' % (
         args.seed, args.seed, ''.join(' --skip ' + x for x in args.skip),
         (' --ext-version %s%s' % (args.ext_version, ' --update' if args.update else ''))
-        if args.ext_version else ''), flush=True)
+        if args.ext_version else '') + (' --edition managed' if args.edition == 'managed' else ''),
+        flush=True)
     passed = failed = 0
     # a terminated run still drops its database and roles
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))

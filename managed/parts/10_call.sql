@@ -1,0 +1,226 @@
+/*
+ * idem_gate managed edition: the frame of one API call.
+ *
+ * The C edition's src/call.c and src/base.c, in PL/pgSQL: the checks of a
+ * key, a workflow and a duration, the display of a value in a message,
+ * the settings, and who the caller is.
+ *
+ * Who the caller is.  A SECURITY DEFINER function cannot see the role that
+ * called it (current_user is its owner inside), and the C edition decides
+ * per-workflow access and records the acting role from exactly that role.
+ * So each API function is SECURITY INVOKER: it passes current_user to its
+ * body, idem_gate_call.<name>, which runs as the owner.  The bodies have a
+ * schema of their own, which every role may use, so that a role needs no
+ * USAGE on idem_gate to call the API, as with the C edition.  A body is
+ * executable by every role, and trusts the role it is given only when the session's
+ * login may act as it (a member of it, as SET ROLE requires) and that role
+ * may execute the API function itself: so calling a body directly gives
+ * nothing that the API function and SET ROLE would not.
+ */
+
+/*
+ * A key or workflow cut to 64 characters for a message, as ig_display():
+ * an error about a 255-character key stays readable.
+ */
+CREATE FUNCTION idem_gate.m_display(v pg_catalog.text)
+	RETURNS pg_catalog.text
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+SELECT CASE WHEN pg_catalog.char_length(v) OPERATOR(pg_catalog.<=) 64 THEN v
+			ELSE pg_catalog.left(v, 61) OPERATOR(pg_catalog.||) '...' END
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_display(pg_catalog.text) FROM PUBLIC;
+
+/*
+ * A setting as text, or its default.  The managed edition cannot define
+ * settings: idem_gate.* are placeholders, read as the session has them
+ * (from ALTER DATABASE ... SET, ALTER ROLE ... SET or SET).  docs/managed.md
+ * says what that means for each.
+ */
+CREATE FUNCTION idem_gate.m_setting(name pg_catalog.text, dflt pg_catalog.text)
+	RETURNS pg_catalog.text
+	LANGUAGE sql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+SELECT COALESCE(NULLIF(pg_catalog.current_setting(name, true), ''), dflt)
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_setting(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+
+/*
+ * A setting with a unit, as PostgreSQL reads one of the C edition's: a
+ * time in seconds ('30d', '15min', '10s', '500ms'; a bare number is
+ * seconds) or a size in bytes ('1MB', '8kB'; a bare number is bytes).  A
+ * value that is not one is refused like PostgreSQL refuses it (22023).
+ */
+CREATE FUNCTION idem_gate.m_setting_number(name pg_catalog.text, dflt pg_catalog.text,
+										   unit pg_catalog.text)
+	RETURNS pg_catalog.float8
+	LANGUAGE plpgsql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	v pg_catalog.text := idem_gate.m_setting(name, dflt);
+	m pg_catalog.text[];
+	f pg_catalog.float8;
+BEGIN
+	m := pg_catalog.regexp_match(pg_catalog.btrim(v), '^(-?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)$');
+	IF m IS NULL THEN
+		RAISE EXCEPTION 'invalid value for parameter "%": "%"', name, v
+			USING ERRCODE = '22023';
+	END IF;
+	f := m[1]::pg_catalog.float8;
+	IF unit OPERATOR(pg_catalog.=) 's' THEN
+		f := f OPERATOR(pg_catalog.*) CASE m[2]
+			WHEN '' THEN 1 WHEN 'ms' THEN 0.001 WHEN 's' THEN 1 WHEN 'min' THEN 60
+			WHEN 'h' THEN 3600 WHEN 'd' THEN 86400 ELSE NULL END;
+	ELSE
+		f := f OPERATOR(pg_catalog.*) CASE m[2]
+			WHEN '' THEN 1 WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576
+			WHEN 'GB' THEN 1073741824 ELSE NULL END;
+	END IF;
+	IF f IS NULL THEN
+		RAISE EXCEPTION 'invalid value for parameter "%": "%"', name, v
+			USING ERRCODE = '22023',
+				  HINT = CASE WHEN unit OPERATOR(pg_catalog.=) 's'
+						 THEN 'Valid units for this parameter are "ms", "s", "min", "h", and "d".'
+						 ELSE 'Valid units for this parameter are "B", "kB", "MB", and "GB".' END;
+	END IF;
+	RETURN f;
+END
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_setting_number(pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+
+/*
+ * Check a key or workflow as ig_check_name() does: not null, not empty,
+ * at most idem_gate.max_key_length characters and 1300 bytes, so that
+ * both fit one index entry.  what names the argument in messages.
+ */
+CREATE FUNCTION idem_gate.m_check_name(v pg_catalog.text, what pg_catalog.text,
+									   is_key pg_catalog.bool)
+	RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	max_len pg_catalog.int4;
+	chars pg_catalog.int4;
+	bytes pg_catalog.int4;
+BEGIN
+	IF v IS NULL THEN
+		RAISE EXCEPTION '% must not be null', what
+			USING ERRCODE = '22004',
+				  HINT = CASE WHEN is_key
+						 THEN 'Pass the event''s identity, such as the provider''s event id, or derive one with idem_hash().'
+						 ELSE 'Pass the name of the side effect the key protects, such as ''stripe_charge''.' END;
+	END IF;
+	bytes := pg_catalog.octet_length(v);
+	IF bytes OPERATOR(pg_catalog.=) 0 THEN
+		RAISE EXCEPTION '% must not be empty', what
+			USING ERRCODE = '22023',
+				  HINT = CASE WHEN is_key
+						 THEN 'An empty key would make every delivery without an id one event; refuse such deliveries before claiming.'
+						 ELSE 'Pass the name of the side effect the key protects, such as ''stripe_charge''.' END;
+	END IF;
+	max_len := idem_gate.m_setting_number('idem_gate.max_key_length', '255', 'B')::pg_catalog.int4;
+	IF bytes OPERATOR(pg_catalog.>) max_len THEN
+		chars := pg_catalog.char_length(v);
+		IF chars OPERATOR(pg_catalog.>) max_len THEN
+			RAISE EXCEPTION '% "%" is too long', what, idem_gate.m_display(v)
+				USING ERRCODE = '22023',
+					  DETAIL = pg_catalog.format('It has %s characters; idem_gate.max_key_length is %s.', chars, max_len),
+					  HINT = 'Derive a shorter key, for example with idem_hash(), or raise idem_gate.max_key_length.';
+		END IF;
+		IF bytes OPERATOR(pg_catalog.>) 1300 THEN
+			RAISE EXCEPTION '% "%" is too long', what, idem_gate.m_display(v)
+				USING ERRCODE = '22023',
+					  DETAIL = pg_catalog.format('It takes %s bytes; a key or workflow takes at most 1300 bytes, so that both fit in one index entry.', bytes),
+					  HINT = 'Derive a shorter key, for example with idem_hash().';
+		END IF;
+	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_check_name(pg_catalog.text, pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
+
+/*
+ * An interval argument as a duration of fixed length, in seconds: its
+ * EXTRACT(epoch) (a year 365.25 days, a month 30 days, a day 24 hours),
+ * whatever the session's time zone.  Positive, and subtracting it from the
+ * start of the transaction stays a valid timestamp.  The cutoff it gives
+ * is measured from the transaction's start, the older and so safer clock.
+ */
+CREATE FUNCTION idem_gate.m_cutoff(iv pg_catalog.interval, what pg_catalog.text)
+	RETURNS pg_catalog.timestamptz
+	LANGUAGE plpgsql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	secs pg_catalog.numeric;
+BEGIN
+	IF iv IS NULL THEN
+		RETURN NULL;
+	END IF;
+	secs := pg_catalog.date_part('epoch', iv)::pg_catalog.numeric;
+	IF secs OPERATOR(pg_catalog.<=) 0 THEN
+		RAISE EXCEPTION '% must be a positive duration, not "%"', what, iv
+			USING ERRCODE = '22023',
+				  DETAIL = 'Intervals are measured as fixed durations: a day is 24 hours, a month 30 days.',
+				  HINT = 'Pass NULL to never take over a claim, or a positive interval longer than the side effect can take, such as ''15 minutes''.';
+	END IF;
+	BEGIN
+		RETURN pg_catalog.transaction_timestamp() OPERATOR(pg_catalog.-)
+			pg_catalog.make_interval(secs => secs::pg_catalog.float8);
+	EXCEPTION WHEN datetime_field_overflow OR interval_field_overflow
+				   OR numeric_value_out_of_range THEN
+		NULL;
+	END;
+	RAISE EXCEPTION '% "%" is too long', what, iv
+		USING ERRCODE = '22023',
+			  DETAIL = 'Subtracting it from the current time would leave the range of timestamps.',
+			  HINT = 'Pass an interval of at most some thousand years, or NULL to never take over a claim.';
+END
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_cutoff(pg_catalog.interval, pg_catalog.text) FROM PUBLIC;
+
+/*
+ * An optional text argument that, when given, must not be empty: an empty
+ * execution id would make two runs one, an empty fingerprint would match
+ * any payload hashed to nothing.
+ */
+CREATE FUNCTION idem_gate.m_optional(v pg_catalog.text, what pg_catalog.text)
+	RETURNS pg_catalog.text
+	LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	IF v OPERATOR(pg_catalog.=) '' THEN
+		RAISE EXCEPTION '% must not be empty', what
+			USING ERRCODE = '22023', HINT = 'Pass NULL when there is none.';
+	END IF;
+	RETURN v;
+END
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_optional(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+
+/*
+ * The role a body may act for: the caller its API function named, when
+ * the session's login may act as it and it may execute that API function
+ * (api, a regprocedure's text).  Anything else is refused as PostgreSQL
+ * refuses a function the role may not execute (42501).
+ */
+CREATE FUNCTION idem_gate.m_caller(caller pg_catalog.regrole, api pg_catalog.text)
+	RETURNS pg_catalog.oid
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	IF caller IS NULL
+	   OR NOT pg_catalog.pg_has_role(SESSION_USER, caller::pg_catalog.oid, 'MEMBER')
+	   OR NOT pg_catalog.has_function_privilege(caller::pg_catalog.oid, api, 'EXECUTE') THEN
+		RAISE EXCEPTION 'permission denied for function %', pg_catalog.split_part(api, '(', 1)
+			USING ERRCODE = '42501';
+	END IF;
+	RETURN caller::pg_catalog.oid;
+END
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_caller(pg_catalog.regrole, pg_catalog.text) FROM PUBLIC;

@@ -1,0 +1,158 @@
+/*
+ * idem_gate managed edition: per-workflow access (the C edition's
+ * src/acl.c and src/acl_sql.c).
+ *
+ * Whether it applies to a role is decided from what a session cannot
+ * change: idem_gate.workflow_acl as the session has it (a session can
+ * only restrict itself further by setting it on: a placeholder it turns
+ * off is not read as off where the catalog says on), or the same setting
+ * attached with ALTER ROLE ... SET or ALTER DATABASE ... SET to the role,
+ * to any role whose privileges it has, or to every role of the database.
+ * Superusers and the owner of idem_gate (who installed it) are never
+ * restricted.  The C edition caches the decision per backend; here
+ * nothing is cached, because anything a session could keep a cache in
+ * (a setting, a temporary table) the session could also change.
+ */
+
+/* The role that installed the managed edition: the owner of its schema. */
+CREATE FUNCTION idem_gate.m_owner()
+	RETURNS pg_catalog.oid
+	LANGUAGE sql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+SELECT n.nspowner FROM pg_catalog.pg_namespace n
+ WHERE n.nspname OPERATOR(pg_catalog.=) 'idem_gate'
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_owner() FROM PUBLIC;
+
+/*
+ * Does a setting of pg_db_role_setting, for every database or this one,
+ * turn idem_gate.workflow_acl on for role or a role whose privileges it
+ * has?  A setting for every role of a database counts too.
+ */
+CREATE FUNCTION idem_gate.m_role_setting_on(role pg_catalog.oid)
+	RETURNS pg_catalog.bool
+	LANGUAGE sql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+SELECT EXISTS (
+	SELECT 1
+	  FROM pg_catalog.pg_db_role_setting s
+	 CROSS JOIN LATERAL pg_catalog.unnest(s.setconfig) AS item
+	 WHERE (s.setdatabase OPERATOR(pg_catalog.=) 0
+			OR s.setdatabase OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+													  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
+	   AND (s.setrole OPERATOR(pg_catalog.=) 0
+			OR pg_catalog.pg_has_role(role, s.setrole, 'USAGE'))
+	   AND pg_catalog.lower(pg_catalog.split_part(item, '=', 1)) OPERATOR(pg_catalog.=) 'idem_gate.workflow_acl'
+	   AND pg_catalog.lower(pg_catalog.substr(item, pg_catalog.strpos(item, '=') OPERATOR(pg_catalog.+) 1))
+		   OPERATOR(pg_catalog.=) ANY (ARRAY['on', 'true', 'yes', '1', 't', 'y', 'tr', 'tru', 'ye']))
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_role_setting_on(pg_catalog.oid) FROM PUBLIC;
+
+/*
+ * Does per-workflow access apply to role?  Never to a superuser or the
+ * owner; otherwise when the session has the setting on, when the catalog
+ * turns it on for the role, or when the session's login is restricted and
+ * became another role (SET ROLE does not lift it).
+ */
+CREATE FUNCTION idem_gate.m_acl_applies(role pg_catalog.oid)
+	RETURNS pg_catalog.bool
+	LANGUAGE plpgsql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	login pg_catalog.oid := (SELECT u.oid FROM pg_catalog.pg_roles u
+							  WHERE u.rolname OPERATOR(pg_catalog.=) SESSION_USER);
+BEGIN
+	IF role OPERATOR(pg_catalog.=) idem_gate.m_owner()
+	   OR (SELECT u.rolsuper FROM pg_catalog.pg_roles u WHERE u.oid OPERATOR(pg_catalog.=) role) THEN
+		RETURN false;
+	END IF;
+	RETURN COALESCE(pg_catalog.current_setting('idem_gate.workflow_acl', true), 'off')
+			   OPERATOR(pg_catalog.=) ANY (ARRAY['on', 'true', 'yes', '1'])
+		OR idem_gate.m_role_setting_on(role)
+		OR (login OPERATOR(pg_catalog.<>) role
+			AND NOT (SELECT u.rolsuper FROM pg_catalog.pg_roles u WHERE u.oid OPERATOR(pg_catalog.=) login)
+			AND idem_gate.m_role_setting_on(login));
+END
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_acl_applies(pg_catalog.oid) FROM PUBLIC;
+
+/*
+ * A pattern as a LIKE pattern: % is the one wildcard, \% and \\ are a
+ * literal % and \, and _ stands for itself.
+ */
+CREATE FUNCTION idem_gate.m_like(pattern pg_catalog.text)
+	RETURNS pg_catalog.text
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+SELECT pg_catalog.replace(pattern, '_', '\_')
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_like(pg_catalog.text) FROM PUBLIC;
+
+/* May role use the workflow: a pattern granted to it, or to a role whose privileges it has. */
+CREATE FUNCTION idem_gate.m_acl_allows(role pg_catalog.oid, workflow pg_catalog.text)
+	RETURNS pg_catalog.bool
+	LANGUAGE sql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+SELECT EXISTS (
+	SELECT 1 FROM ONLY idem_gate.workflow_acl a
+	 WHERE pg_catalog.pg_has_role(role, a.role::pg_catalog.oid, 'USAGE')
+	   AND workflow COLLATE "C" OPERATOR(pg_catalog.~~) idem_gate.m_like(a.pattern))
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_acl_allows(pg_catalog.oid, pg_catalog.text) FROM PUBLIC;
+
+/*
+ * May the calling role act on the workflow?  Raises 42501 naming both
+ * when not, as the C edition's ig_acl_check().
+ */
+CREATE FUNCTION idem_gate.m_acl_check(role pg_catalog.oid, workflow pg_catalog.text)
+	RETURNS void
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	IF idem_gate.m_acl_applies(role) AND NOT idem_gate.m_acl_allows(role, workflow) THEN
+		RAISE EXCEPTION 'role "%" may not use workflow "%"',
+			(SELECT u.rolname FROM pg_catalog.pg_roles u WHERE u.oid OPERATOR(pg_catalog.=) role),
+			idem_gate.m_display(workflow)
+			USING ERRCODE = '42501',
+				  DETAIL = 'idem_gate.workflow_acl is on, and no pattern granted to this role or a role it belongs to matches the workflow.',
+				  HINT = 'An administrator can grant it with idem_gate.grant_workflow(role, pattern).';
+	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_acl_check(pg_catalog.oid, pg_catalog.text) FROM PUBLIC;
+
+/*
+ * The visibility the row security policies and the views ask of each
+ * row, for the role reading (its body acts as the owner, which alone may
+ * read the grants).
+ */
+CREATE FUNCTION idem_gate_call.workflow_visible(caller pg_catalog.regrole, workflow pg_catalog.text)
+	RETURNS pg_catalog.bool
+	LANGUAGE plpgsql STABLE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	IF caller IS NULL OR NOT pg_catalog.pg_has_role(SESSION_USER, caller::pg_catalog.oid, 'MEMBER') THEN
+		RETURN false;
+	END IF;
+	RETURN NOT idem_gate.m_acl_applies(caller::pg_catalog.oid)
+		OR idem_gate.m_acl_allows(caller::pg_catalog.oid, workflow);
+END
+$$;
+GRANT EXECUTE ON FUNCTION idem_gate_call.workflow_visible(pg_catalog.regrole, pg_catalog.text) TO PUBLIC;
+
+CREATE FUNCTION idem_gate.workflow_visible(workflow pg_catalog.text)
+	RETURNS pg_catalog.bool
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+SELECT idem_gate_call.workflow_visible(CURRENT_USER::pg_catalog.regrole, workflow)
+$$;
+COMMENT ON FUNCTION idem_gate.workflow_visible(pg_catalog.text) IS 'may the current role see this workflow''s claims and audit rows (per-workflow access)';
+GRANT EXECUTE ON FUNCTION idem_gate.workflow_visible(pg_catalog.text) TO PUBLIC;
