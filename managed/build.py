@@ -36,8 +36,7 @@ VERSION = "1.3"
 # defaults: the managed edition defines no settings, so an unset one reads
 # as its default instead of failing
 SETTING_DEFAULTS = {"idem_gate.stuck_after": "15min", "idem_gate.max_attempts": "5"}
-LEFT_OUT = {"distribute", "distribute_steps", "cluster_counters",
-            "claim_many_group", "outside_extension", "upgrade_grants"}
+LEFT_OUT = {"distribute", "distribute_steps", "cluster_counters", "claim_many_group"}
 
 
 def split(sql):
@@ -212,6 +211,55 @@ def managed_parts():
     return opening, closing, groups, order
 
 
+PLACEHOLDER = ("LANGUAGE plpgsql AS $ph$BEGIN RAISE EXCEPTION 'this function of an older "
+               "version is not in the managed edition' USING ERRCODE = '0A000'; END$ph$")
+
+
+def placeholder(stmt):
+    """A C function of an older version that a later shared step replaces
+    or drops (idem_resolve of 1.0): a PL/pgSQL stand-in with its signature,
+    so that the step runs as written; none is left at the end."""
+    out = re.sub(r"AS\s+'MODULE_PATHNAME'\s*,\s*'[^']*'", "", stmt)
+    out = re.sub(r"\bLANGUAGE C\b", PLACEHOLDER, out)
+    if out == stmt:
+        sys.exit("cannot make a stand-in of: " + code(stmt)[:80])
+    return out
+
+
+def requote(stmt):
+    """A managed CREATE FUNCTION with its body under another dollar quote,
+    to sit inside a DO block's $$ body."""
+    if "$m$" in stmt:
+        sys.exit("managed/parts use the quote $m$")
+    return stmt.replace("$$", "$m$")
+
+
+def replace_inner(stmt, groups, c_only, emitted):
+    """A DO block of the shared SQL with each C function it creates replaced
+    by the managed one (its CREATE and what follows it in its part), and the
+    statements about C functions the managed edition has none of left out."""
+    m = re.match(r"(?s)(.*?\bDO\s+)(\$\w*\$)(.*)(\2)(\s*;?\s*)$", stmt)
+    if not m:
+        return stmt
+    inner = split(m.group(3))
+    out = []
+    for part in inner:
+        text = code(part)
+        sig = created(part)
+        if sig and re.search(r"\bLANGUAGE C\b", text):
+            lead = part[:len(part) - len(part.lstrip())]
+            if sig in groups:
+                emitted.add(sig)
+                out.append(lead + "\n".join(requote(g.strip()) for g in groups[sig]))
+            else:
+                c_only.add(sig)
+                out.append(placeholder(part))
+            continue
+        out.append(part)
+    return m.group(1) + m.group(2) + "".join(out) + m.group(3)[len("".join(inner)):] + \
+        m.group(4) + m.group(5)
+
+
 def build():
     opening, closing, groups, order = managed_parts()
     history = split(shared_script())
@@ -220,9 +268,8 @@ def build():
     body = []
 
     def emit(sig):
-        if sig not in emitted:
-            emitted.add(sig)
-            body.extend(groups[sig])
+        emitted.add(sig)
+        body.extend(groups[sig])
 
     for stmt in history:
         text = code(stmt)
@@ -235,23 +282,25 @@ def build():
             c_only.add(sig)
             continue
         if text.startswith("DO "):
-            if re.search(r"outside_extension|upgrade_grants|LANGUAGE C\b|MODULE_PATHNAME", text):
+            if any(re.search(r"\b%s\(" % n, text) for n in LEFT_OUT):
                 continue
-            body.append(stmt)
+            body.append(replace_inner(stmt, groups, c_only, emitted))
             continue
         if sig and re.search(r"\bLANGUAGE C\b", text):
             if sig in groups:
                 emit(sig)
             else:
                 c_only.add(sig)
+                body.append(placeholder(stmt))
             continue
         if sig and sig in groups:
             # a function C replaced later (grant_workflow was PL/pgSQL in
             # 1.0): the managed one, at its first place
-            emit(sig)
+            if sig not in emitted:
+                emit(sig)
             continue
         refs = mentioned(stmt)
-        if any(r in c_only or base_name(r) in LEFT_OUT for r in refs):
+        if any(base_name(r) in LEFT_OUT for r in refs):
             continue
         if text.startswith("ALTER FUNCTION") and "RENAME TO" in text:
             continue
@@ -261,19 +310,19 @@ def build():
         if re.search(r"current_setting\('idem_gate\.\w+'\)", stmt):
             sys.exit("a shared statement reads a setting build.py has no default for: " + text[:80])
         body.append(stmt)
-    missing = [s for s in order if s not in emitted]
-    return opening, closing, groups, order, body, missing
+    # the stand-ins no shared step dropped
+    for sig in sorted(c_only):
+        if base_name(sig) not in LEFT_OUT:
+            q = sig if "." in sig.split("(")[0] else "@extschema@." + sig
+            body.append("DO $$ BEGIN IF pg_catalog.to_regprocedure('%s') IS NOT NULL THEN "
+                        "DROP FUNCTION %s; END IF; END $$;" % (q.replace("'", "''"), q))
+    return opening, closing, groups, order, body, emitted
 
 
 def assemble():
-    opening, closing, groups, order, body, _ = build()
+    opening, closing, groups, order, body, placed = build()
     # Every managed function no C statement placed goes right after the
     # claims table: list them and insert them there.
-    placed = set()
-    for s in body:
-        sig = created(s)
-        if sig:
-            placed.add(sig)
     rest = []
     for sig in order:
         if sig not in placed:

@@ -1313,18 +1313,6 @@ GRANT EXECUTE ON FUNCTION idem_gate_call.idem_resolve(pg_catalog.regrole, pg_cat
 	pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.jsonb, pg_catalog.text,
 	pg_catalog.text) TO PUBLIC;
 
-CREATE FUNCTION public.idem_resolve(key text, workflow text,
-	resolution text, result jsonb DEFAULT NULL, reason text DEFAULT NULL)
-RETURNS idem_gate.state
-LANGUAGE sql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-SELECT idem_gate_call.idem_resolve(CURRENT_USER::pg_catalog.regrole,
-	'public.idem_resolve(text,text,text,jsonb,text)', key, workflow, resolution, result, reason, NULL)
-$$;
-
-REVOKE ALL ON FUNCTION public.idem_resolve(text, text, text, jsonb, text) FROM PUBLIC;
-
 /*
  * idem_release's body, for both signatures: forget a claim in any state,
  * so the next delivery is new; false when there was no claim.
@@ -1852,6 +1840,14 @@ $$;
 
 COMMENT ON FUNCTION public.idem_fail(text, text, bigint, text, boolean) IS 'record a failure: failed_retryable before any side effect, needs_review otherwise';
 
+CREATE FUNCTION public.idem_resolve(key text, workflow text,
+	resolution text, result jsonb DEFAULT NULL)
+RETURNS idem_gate.state
+
+LANGUAGE plpgsql AS $ph$BEGIN RAISE EXCEPTION 'this function of an older version is not in the managed edition' USING ERRCODE = '0A000'; END$ph$ VOLATILE;
+
+COMMENT ON FUNCTION public.idem_resolve(text, text, text, jsonb) IS 'operator decision on a needs_review or processing claim: completed or retry';
+
 CREATE FUNCTION public.idem_status(key text, workflow text)
 RETURNS SETOF idem_gate.claims
 LANGUAGE sql STABLE ROWS 1
@@ -1876,6 +1872,8 @@ REVOKE ALL ON FUNCTION public.idem_complete(text, text, bigint, jsonb) FROM PUBL
 
 REVOKE ALL ON FUNCTION public.idem_fail(text, text, bigint, text, boolean) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.idem_resolve(text, text, text, jsonb) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.idem_status(text, text) FROM PUBLIC;
 
 DO $$
@@ -1887,6 +1885,57 @@ BEGIN
 	END IF;
 END
 $$;
+
+/*
+ * Canonical JSON (RFC 8785, JCS): canonical.c, jcs_number.c, jcs_json.c.
+ * Pure functions of their arguments, executable by everyone.  See
+ * docs/canonical.md.
+ */
+CREATE FUNCTION public.idem_canonical(doc pg_catalog.jsonb,
+										   numbers pg_catalog.text DEFAULT 'safe')
+	RETURNS pg_catalog.text
+	
+	LANGUAGE plpgsql AS $ph$BEGIN RAISE EXCEPTION 'this function of an older version is not in the managed edition' USING ERRCODE = '0A000'; END$ph$ IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION public.idem_canonical(pg_catalog.jsonb, pg_catalog.text) IS
+	'RFC 8785 canonical form of a jsonb document; numbers => ''safe'' (default) or ''rfc''';
+
+CREATE FUNCTION public.idem_canonical(doc pg_catalog.json,
+										   numbers pg_catalog.text DEFAULT 'safe')
+	RETURNS pg_catalog.text
+	
+	LANGUAGE plpgsql AS $ph$BEGIN RAISE EXCEPTION 'this function of an older version is not in the managed edition' USING ERRCODE = '0A000'; END$ph$ IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION public.idem_canonical(pg_catalog.json, pg_catalog.text) IS
+	'RFC 8785 canonical form of a json document (duplicate member names are refused); numbers => ''safe'' (default) or ''rfc''';
+
+CREATE FUNCTION public.idem_hash(doc pg_catalog.jsonb,
+									  numbers pg_catalog.text DEFAULT 'safe')
+	RETURNS pg_catalog.text
+	
+	LANGUAGE plpgsql AS $ph$BEGIN RAISE EXCEPTION 'this function of an older version is not in the managed edition' USING ERRCODE = '0A000'; END$ph$ IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION public.idem_hash(pg_catalog.jsonb, pg_catalog.text) IS
+	'SHA-256 (64 lowercase hex digits) of the RFC 8785 canonical form of a jsonb document';
+
+CREATE FUNCTION public.idem_hash(doc pg_catalog.json,
+									  numbers pg_catalog.text DEFAULT 'safe')
+	RETURNS pg_catalog.text
+	
+	LANGUAGE plpgsql AS $ph$BEGIN RAISE EXCEPTION 'this function of an older version is not in the managed edition' USING ERRCODE = '0A000'; END$ph$ IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION public.idem_hash(pg_catalog.json, pg_catalog.text) IS
+	'SHA-256 (64 lowercase hex digits) of the RFC 8785 canonical form of a json document (duplicate member names are refused)';
+
+CREATE FUNCTION public.idem_hash(doc pg_catalog.jsonb,
+									  fields pg_catalog.text[],
+									  numbers pg_catalog.text DEFAULT 'safe')
+	RETURNS pg_catalog.text
+	
+	LANGUAGE plpgsql AS $ph$BEGIN RAISE EXCEPTION 'this function of an older version is not in the managed edition' USING ERRCODE = '0A000'; END$ph$ IMMUTABLE STRICT PARALLEL SAFE;
+
+COMMENT ON FUNCTION public.idem_hash(pg_catalog.jsonb, pg_catalog.text[], pg_catalog.text) IS
+	'SHA-256 of the canonical object that maps each identity field (member name, or JSON pointer starting with /) to its value; a missing field is an error';
 
 /* idem_gate 1.0: retention, stuck-claim alerts, per-workflow policies */
 
@@ -1943,6 +1992,8 @@ CREATE FUNCTION idem_gate.stats_counters(
 	OUT fails_needs_review bigint, OUT resolves bigint,
 	OUT deleted_completed bigint, OUT deleted_failed bigint,
 	OUT alerts bigint, OUT escalations bigint, OUT janitor_passes bigint,
+	OUT releases bigint, OUT receipts_cleared bigint,
+	OUT fingerprint_mismatches bigint, OUT sql_fallbacks bigint,
 	OUT last_pass_at timestamptz, OUT last_pass_ms double precision,
 	OUT reset_at timestamptz)
 RETURNS record
@@ -1953,8 +2004,9 @@ SELECT false, NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int
 	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
 	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
 	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
-	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.timestamptz,
-	   NULL::pg_catalog.float8, NULL::pg_catalog.timestamptz
+	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
+	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
+	   NULL::pg_catalog.timestamptz, NULL::pg_catalog.float8, NULL::pg_catalog.timestamptz
 $$;
 
 COMMENT ON FUNCTION idem_gate.stats_counters() IS 'shared-memory counters since idem_gate.stats_reset(); available = false when idem_gate is not preloaded';
@@ -2079,6 +2131,17 @@ ALTER TABLE idem_gate.claims
 CREATE INDEX claims_state_workflow_updated_at
 	ON idem_gate.claims (state, workflow, updated_at, token);
 
+/* Canonical JSON: a NULL numbers or fields is an error, not a NULL hash. */
+ALTER FUNCTION public.idem_canonical(pg_catalog.jsonb, pg_catalog.text) CALLED ON NULL INPUT;
+
+ALTER FUNCTION public.idem_canonical(pg_catalog.json, pg_catalog.text) CALLED ON NULL INPUT;
+
+ALTER FUNCTION public.idem_hash(pg_catalog.jsonb, pg_catalog.text) CALLED ON NULL INPUT;
+
+ALTER FUNCTION public.idem_hash(pg_catalog.json, pg_catalog.text) CALLED ON NULL INPUT;
+
+ALTER FUNCTION public.idem_hash(pg_catalog.jsonb, pg_catalog.text[], pg_catalog.text) CALLED ON NULL INPUT;
+
 CREATE FUNCTION public.idem_claim_many(keys text[], workflow text,
 	stale_interval interval DEFAULT NULL, fingerprints text[] DEFAULT NULL,
 	execution_id text DEFAULT NULL)
@@ -2109,6 +2172,44 @@ $$;
 COMMENT ON FUNCTION public.idem_release(text, text, text) IS 'operator: forget a claim in any state, so that the next delivery is new; recorded in idem_gate.audit';
 
 REVOKE ALL ON FUNCTION public.idem_release(text, text, text) FROM PUBLIC;
+
+/*
+ * idem_resolve gains a reason.  A new signature is a new function: the
+ * GRANTs a DBA gave on the 1.0 one are carried over to it.
+ */
+DO $$
+DECLARE
+	grants text[];
+	g text;
+BEGIN
+	SELECT pg_catalog.array_agg(pg_catalog.format('GRANT EXECUTE ON FUNCTION public.idem_resolve(text, text, text, jsonb, text) TO %s%s',
+			CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+				 ELSE pg_catalog.quote_ident(r.rolname) END,
+			CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END))
+	  INTO grants
+	  FROM pg_catalog.pg_proc p
+	 CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+	  LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+	 WHERE p.oid OPERATOR(pg_catalog.=) 'public.idem_resolve(text, text, text, jsonb)'::pg_catalog.regprocedure
+	   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner;
+
+	DROP FUNCTION public.idem_resolve(text, text, text, jsonb);
+	CREATE FUNCTION public.idem_resolve(key text, workflow text,
+	resolution text, result jsonb DEFAULT NULL, reason text DEFAULT NULL)
+RETURNS idem_gate.state
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $m$
+SELECT idem_gate_call.idem_resolve(CURRENT_USER::pg_catalog.regrole,
+	'public.idem_resolve(text,text,text,jsonb,text)', key, workflow, resolution, result, reason, NULL)
+$m$;
+REVOKE ALL ON FUNCTION public.idem_resolve(text, text, text, jsonb, text) FROM PUBLIC;
+	REVOKE ALL ON FUNCTION public.idem_resolve(text, text, text, jsonb, text) FROM PUBLIC;
+	FOREACH g IN ARRAY COALESCE(grants, '{}') LOOP
+		EXECUTE g;
+	END LOOP;
+END
+$$;
 
 COMMENT ON FUNCTION public.idem_resolve(text, text, text, jsonb, text) IS 'operator decision on a needs_review or processing claim: completed or retry; recorded in idem_gate.audit';
 
@@ -2240,6 +2341,96 @@ SELECT
 COMMENT ON VIEW idem_gate.stats_gauges IS 'live gauges of the claims table that idem_gate.stats shows';
 
 REVOKE ALL ON TABLE idem_gate.stats_gauges FROM PUBLIC;
+
+/*
+ * The counters gain releases, cleared receipts, fingerprint mismatches and
+ * fallbacks of the gate's writes to SQL.  A new shape is a new function
+ * (and view); the GRANTs a DBA gave on the 1.0 view are carried over.
+ * stats_counters() is no longer executable by PUBLIC: grant it with the
+ * view to the roles that monitor the gate.
+ */
+DO $$
+DECLARE
+	grants text[];
+	g text;
+BEGIN
+	SELECT pg_catalog.array_agg(pg_catalog.format('GRANT %s ON idem_gate.stats TO %s%s',
+			a.privilege_type,
+			CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+				 ELSE pg_catalog.quote_ident(r.rolname) END,
+			CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END))
+	  INTO grants
+	  FROM pg_catalog.pg_class c
+	 CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) a
+	  LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+	 WHERE c.oid OPERATOR(pg_catalog.=) 'idem_gate.stats'::pg_catalog.regclass
+	   AND a.grantee OPERATOR(pg_catalog.<>) c.relowner;
+
+	SELECT grants OPERATOR(pg_catalog.||) pg_catalog.array_agg(pg_catalog.format('GRANT EXECUTE ON FUNCTION idem_gate.stats_counters() TO %s%s',
+			pg_catalog.quote_ident(r.rolname),
+			CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END))
+	  INTO grants
+	  FROM pg_catalog.pg_proc p
+	 CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+	  JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+	 WHERE p.oid OPERATOR(pg_catalog.=) 'idem_gate.stats_counters()'::pg_catalog.regprocedure
+	   AND a.grantee OPERATOR(pg_catalog.<>) p.proowner;
+
+	DROP VIEW idem_gate.stats;
+	DROP FUNCTION idem_gate.stats_counters();
+	/*
+ * The counters live in the C edition's shared memory: here they are not
+ * available, as in a C edition that is not preloaded.
+ */
+CREATE FUNCTION idem_gate.stats_counters(
+	OUT available boolean,
+	OUT claims_new bigint, OUT claims_in_flight bigint,
+	OUT claims_completed bigint, OUT claims_stale_taken bigint,
+	OUT claims_needs_review bigint,
+	OUT completions bigint, OUT fails_retryable bigint,
+	OUT fails_needs_review bigint, OUT resolves bigint,
+	OUT deleted_completed bigint, OUT deleted_failed bigint,
+	OUT alerts bigint, OUT escalations bigint, OUT janitor_passes bigint,
+	OUT releases bigint, OUT receipts_cleared bigint,
+	OUT fingerprint_mismatches bigint, OUT sql_fallbacks bigint,
+	OUT last_pass_at timestamptz, OUT last_pass_ms double precision,
+	OUT reset_at timestamptz)
+RETURNS record
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $m$
+SELECT false, NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
+	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
+	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
+	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
+	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
+	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
+	   NULL::pg_catalog.timestamptz, NULL::pg_catalog.float8, NULL::pg_catalog.timestamptz
+$m$;
+	REVOKE ALL ON FUNCTION idem_gate.stats_counters() FROM PUBLIC;
+
+	/*
+	 * Counters, plus live gauges read from the table.  Rows that are not
+	 * completed are counted exactly (index ranges of normally small sets);
+	 * completed rows are estimated from the planner's statistics, so
+	 * reading the view stays cheap on a table of millions of rows.
+	 */
+	CREATE VIEW idem_gate.stats AS
+	SELECT s.*,
+		g.rows_processing, g.rows_failed_retryable, g.rows_needs_review,
+		GREATEST(0, (SELECT c.reltuples::bigint FROM pg_catalog.pg_class c
+					 WHERE c.oid OPERATOR(pg_catalog.=) 'idem_gate.claims'::pg_catalog.regclass)
+				 OPERATOR(pg_catalog.-) g.rows_processing
+				 OPERATOR(pg_catalog.-) g.rows_failed_retryable
+				 OPERATOR(pg_catalog.-) g.rows_needs_review) AS rows_completed_estimate,
+		pg_catalog.now() OPERATOR(pg_catalog.-) g.oldest_processing_at AS oldest_processing_age
+	FROM idem_gate.stats_counters() s,
+		idem_gate.stats_gauges g;
+	FOREACH g IN ARRAY COALESCE(grants, '{}') LOOP
+		EXECUTE g;
+	END LOOP;
+END
+$$;
 
 COMMENT ON FUNCTION idem_gate.stats_counters() IS 'shared-memory counters since idem_gate.stats_reset(); available = false when idem_gate is not preloaded';
 
@@ -2441,6 +2632,92 @@ COMMENT ON FUNCTION idem_gate.revoke_workflow(name, text) IS 'take back a grant_
 
 REVOKE ALL ON FUNCTION idem_gate.revoke_workflow(name, text) FROM PUBLIC;
 
+/*
+ * idem_gate managed edition: what the shared update steps call.
+ *
+ * The C edition's update scripts carry a DBA's grants over to a replaced
+ * object through idem_gate.outside_extension(), so that pg_dump keeps them
+ * as the DBA's.  The managed edition is no extension: the same GRANT and
+ * REVOKE statements simply run.  The shared steps create and drop it
+ * around each use, as they do in the C edition.
+ */
+CREATE FUNCTION idem_gate.outside_extension(statements pg_catalog.text[])
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	s pg_catalog.text;
+BEGIN
+	FOREACH s IN ARRAY COALESCE(statements, '{}') LOOP
+		IF s !~* '^\s*(GRANT|REVOKE)\s' THEN
+			RAISE EXCEPTION 'idem_gate.outside_extension() runs only GRANT and REVOKE'
+				USING ERRCODE = '42501';
+		END IF;
+		EXECUTE s;
+	END LOOP;
+END
+$$;
+
+REVOKE ALL ON FUNCTION idem_gate.outside_extension(pg_catalog.text[]) FROM PUBLIC;
+
+CREATE FUNCTION idem_gate.upgrade_grants(acl pg_catalog.aclitem[],
+	owner pg_catalog.oid, target pg_catalog.text)
+RETURNS pg_catalog.text[]
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT pg_catalog.array_agg(pg_catalog.format('GRANT %s ON %s TO %s%s%s',
+			a.privilege_type, target,
+			CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+				 ELSE pg_catalog.quote_ident(r.rolname) END,
+			CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END,
+			CASE WHEN a.grantor OPERATOR(pg_catalog.=) owner THEN ''
+				 ELSE ' GRANTED BY ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(g.rolname) END)
+			ORDER BY a.grantor OPERATOR(pg_catalog.<>) owner, g.rolname, r.rolname,
+				a.privilege_type)
+	  FROM pg_catalog.aclexplode(acl) a
+	  LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+	  LEFT JOIN pg_catalog.pg_roles g ON g.oid OPERATOR(pg_catalog.=) a.grantor
+	 WHERE a.grantee OPERATOR(pg_catalog.<>) owner
+$$;
+
+REVOKE ALL ON FUNCTION idem_gate.upgrade_grants(pg_catalog.aclitem[], pg_catalog.oid, pg_catalog.text) FROM PUBLIC;
+
+/*
+ * The update to 1.1 carried GRANTs over to the objects it replaced
+ * (idem_resolve with a reason, the counters) inside its own script, so
+ * they were recorded as the extension's initial privileges and a dump
+ * and restore lost them.  They are given again here as the DBA's.  On a
+ * fresh install there is nothing to give.
+ */
+DO $$
+DECLARE
+	fn pg_catalog.regprocedure;
+	g pg_catalog.text[];
+	r pg_catalog.text;
+BEGIN
+	FOREACH fn IN ARRAY ARRAY['public.idem_resolve(text, text, text, jsonb, text)',
+							  'idem_gate.stats_counters()']::pg_catalog.regprocedure[] LOOP
+		SELECT idem_gate.upgrade_grants(p.proacl, p.proowner,
+				'FUNCTION ' OPERATOR(pg_catalog.||) fn::pg_catalog.text)
+		  INTO g
+		  FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) fn;
+		CONTINUE WHEN g IS NULL;
+		FOR r IN SELECT DISTINCT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+								 ELSE pg_catalog.quote_ident(u.rolname) END
+				   FROM pg_catalog.pg_proc p
+				  CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+				   LEFT JOIN pg_catalog.pg_roles u ON u.oid OPERATOR(pg_catalog.=) a.grantee
+				  WHERE p.oid OPERATOR(pg_catalog.=) fn
+					AND a.grantee OPERATOR(pg_catalog.<>) p.proowner LOOP
+			EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s CASCADE', fn, r);
+		END LOOP;
+		PERFORM idem_gate.outside_extension(g);
+	END LOOP;
+END
+$$;
+
 CREATE FUNCTION idem_gate.workflow_visible(workflow pg_catalog.text)
 	RETURNS pg_catalog.bool
 	LANGUAGE sql STABLE
@@ -2494,6 +2771,48 @@ BEGIN
 END
 $$;
 
+/*
+ * Delegated administration: grant_workflow() and revoke_workflow() act as
+ * the extension's owner, as the gate's functions do, so that a role given
+ * EXECUTE on them can use them; such a role grants and revokes only the
+ * patterns its own grants cover (superusers and the owner any pattern).
+ * They are C functions now, guarded against code attached to the grants
+ * table; the GRANTs a DBA gave on the 1.1 ones are carried over.
+ */
+DO $$
+DECLARE
+	g pg_catalog.text[];
+BEGIN
+	SELECT pg_catalog.array_cat(
+			idem_gate.upgrade_grants(a.proacl, a.proowner, 'FUNCTION idem_gate.grant_workflow(name, text)'),
+			idem_gate.upgrade_grants(b.proacl, b.proowner, 'FUNCTION idem_gate.revoke_workflow(name, text)'))
+	  INTO g
+	  FROM pg_catalog.pg_proc a, pg_catalog.pg_proc b
+	 WHERE a.oid OPERATOR(pg_catalog.=) 'idem_gate.grant_workflow(name, text)'::pg_catalog.regprocedure
+	   AND b.oid OPERATOR(pg_catalog.=) 'idem_gate.revoke_workflow(name, text)'::pg_catalog.regprocedure;
+
+	DROP FUNCTION idem_gate.grant_workflow(pg_catalog.name, pg_catalog.text);
+	DROP FUNCTION idem_gate.revoke_workflow(pg_catalog.name, pg_catalog.text);
+	CREATE FUNCTION idem_gate.grant_workflow(role name, pattern text)
+	RETURNS boolean
+	LANGUAGE sql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $m$
+SELECT idem_gate_call.acl_write(CURRENT_USER::pg_catalog.regrole, true, role, pattern)
+$m$;
+	CREATE FUNCTION idem_gate.revoke_workflow(role name, pattern text)
+	RETURNS boolean
+	LANGUAGE sql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $m$
+SELECT idem_gate_call.acl_write(CURRENT_USER::pg_catalog.regrole, false, role, pattern)
+$m$;
+	REVOKE ALL ON FUNCTION idem_gate.grant_workflow(pg_catalog.name, pg_catalog.text) FROM PUBLIC;
+	REVOKE ALL ON FUNCTION idem_gate.revoke_workflow(pg_catalog.name, pg_catalog.text) FROM PUBLIC;
+	PERFORM idem_gate.outside_extension(g);
+END
+$$;
+
 COMMENT ON FUNCTION idem_gate.grant_workflow(pg_catalog.name, pg_catalog.text) IS 'let a role (and its members) use the workflows a pattern matches (% any run of characters; _ literal; \% and \\ a literal % and \); false if already granted';
 
 COMMENT ON FUNCTION idem_gate.revoke_workflow(pg_catalog.name, pg_catalog.text) IS 'take back a grant_workflow(); false if there was no such grant';
@@ -2525,11 +2844,157 @@ BEGIN
 END
 $$;
 
+/*
+ * The views read ONLY the extension's tables (a DBA's child table of
+ * claims, an archive say, is not the gate's), and workflow_stats shows a
+ * role only the workflows it may see.  A view's query cannot change in
+ * place: each is made anew, with the GRANTs a DBA gave on it.
+ */
+DO $$
+DECLARE
+	g pg_catalog.text[];
+BEGIN
+	SELECT pg_catalog.array_agg(x ORDER BY n, x) INTO g
+	  FROM (SELECT v.n, pg_catalog.unnest(idem_gate.upgrade_grants(c.relacl, c.relowner,
+				'TABLE ' OPERATOR(pg_catalog.||) c.oid::pg_catalog.regclass::pg_catalog.text)) AS x
+			  FROM (VALUES (1, 'idem_gate.stats_gauges'::pg_catalog.regclass),
+						   (2, 'idem_gate.stats'::pg_catalog.regclass),
+						   (3, 'idem_gate.workflow_stats'::pg_catalog.regclass)) v(n, rel)
+			  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) v.rel) s;
+
+	DROP VIEW idem_gate.stats;
+	DROP VIEW idem_gate.stats_gauges;
+	DROP VIEW idem_gate.workflow_stats;
+
+	CREATE VIEW idem_gate.stats_gauges AS
+	SELECT
+		(SELECT pg_catalog.count(*) FROM ONLY idem_gate.claims
+		 WHERE state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state) AS rows_processing,
+		(SELECT pg_catalog.count(*) FROM ONLY idem_gate.claims
+		 WHERE state OPERATOR(pg_catalog.=) 'failed_retryable'::idem_gate.state) AS rows_failed_retryable,
+		(SELECT pg_catalog.count(*) FROM ONLY idem_gate.claims
+		 WHERE state OPERATOR(pg_catalog.=) 'needs_review'::idem_gate.state) AS rows_needs_review,
+		(SELECT pg_catalog.min(updated_at) FROM ONLY idem_gate.claims
+		 WHERE state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state) AS oldest_processing_at;
+	REVOKE ALL ON TABLE idem_gate.stats_gauges FROM PUBLIC;
+
+	CREATE VIEW idem_gate.stats AS
+	SELECT s.*,
+		g.rows_processing, g.rows_failed_retryable, g.rows_needs_review,
+		GREATEST(0, (SELECT c.reltuples::bigint FROM pg_catalog.pg_class c
+					 WHERE c.oid OPERATOR(pg_catalog.=) 'idem_gate.claims'::pg_catalog.regclass)
+				 OPERATOR(pg_catalog.-) g.rows_processing
+				 OPERATOR(pg_catalog.-) g.rows_failed_retryable
+				 OPERATOR(pg_catalog.-) g.rows_needs_review) AS rows_completed_estimate,
+		pg_catalog.now() OPERATOR(pg_catalog.-) g.oldest_processing_at AS oldest_processing_age
+	FROM idem_gate.stats_counters() s,
+		idem_gate.stats_gauges g;
+	REVOKE ALL ON TABLE idem_gate.stats FROM PUBLIC;
+
+	CREATE VIEW idem_gate.workflow_stats AS
+	WITH RECURSIVE wf(workflow) AS (
+		(SELECT c.workflow FROM ONLY idem_gate.claims c ORDER BY c.workflow LIMIT 1)
+		UNION ALL
+		SELECT (SELECT c.workflow FROM ONLY idem_gate.claims c
+				WHERE c.workflow OPERATOR(pg_catalog.>) wf.workflow
+				ORDER BY c.workflow LIMIT 1)
+		FROM wf WHERE wf.workflow IS NOT NULL
+	)
+	SELECT n.workflow, n.rows_processing, n.rows_failed_retryable, n.rows_needs_review,
+		GREATEST(0, pg_catalog.round(n.rows_estimate)::bigint
+				 OPERATOR(pg_catalog.-) n.rows_processing
+				 OPERATOR(pg_catalog.-) n.rows_failed_retryable
+				 OPERATOR(pg_catalog.-) n.rows_needs_review) AS rows_completed_estimate,
+		pg_catalog.now() OPERATOR(pg_catalog.-) n.oldest_processing_at AS oldest_processing_age,
+		pg_catalog.now() OPERATOR(pg_catalog.-) n.oldest_needs_review_at AS oldest_needs_review_age
+	FROM (
+		SELECT wf.workflow,
+			(SELECT pg_catalog.count(*) FROM ONLY idem_gate.claims c
+			 WHERE c.state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state
+			   AND c.workflow OPERATOR(pg_catalog.=) wf.workflow) AS rows_processing,
+			(SELECT pg_catalog.count(*) FROM ONLY idem_gate.claims c
+			 WHERE c.state OPERATOR(pg_catalog.=) 'failed_retryable'::idem_gate.state
+			   AND c.workflow OPERATOR(pg_catalog.=) wf.workflow) AS rows_failed_retryable,
+			(SELECT pg_catalog.count(*) FROM ONLY idem_gate.claims c
+			 WHERE c.state OPERATOR(pg_catalog.=) 'needs_review'::idem_gate.state
+			   AND c.workflow OPERATOR(pg_catalog.=) wf.workflow) AS rows_needs_review,
+			(SELECT pg_catalog.min(c.updated_at) FROM ONLY idem_gate.claims c
+			 WHERE c.state OPERATOR(pg_catalog.=) 'processing'::idem_gate.state
+			   AND c.workflow OPERATOR(pg_catalog.=) wf.workflow) AS oldest_processing_at,
+			(SELECT pg_catalog.min(c.updated_at) FROM ONLY idem_gate.claims c
+			 WHERE c.state OPERATOR(pg_catalog.=) 'needs_review'::idem_gate.state
+			   AND c.workflow OPERATOR(pg_catalog.=) wf.workflow) AS oldest_needs_review_at,
+			/* the planner's share of the table for this workflow */
+			(SELECT GREATEST(cl.reltuples, 0) OPERATOR(pg_catalog.*) COALESCE((
+				SELECT f.freq FROM pg_catalog.pg_stats s,
+					ROWS FROM (pg_catalog.unnest(s.most_common_vals::pg_catalog.text::pg_catalog.text[]),
+							   pg_catalog.unnest(s.most_common_freqs)) AS f(val, freq)
+				 WHERE s.schemaname OPERATOR(pg_catalog.=) 'idem_gate'
+				   AND s.tablename OPERATOR(pg_catalog.=) 'claims'
+				   AND s.attname OPERATOR(pg_catalog.=) 'workflow'
+				   AND f.val OPERATOR(pg_catalog.=) wf.workflow), 0)
+			   FROM pg_catalog.pg_class cl
+			  WHERE cl.oid OPERATOR(pg_catalog.=) 'idem_gate.claims'::pg_catalog.regclass) AS rows_estimate
+		FROM wf
+		WHERE wf.workflow IS NOT NULL
+		  AND idem_gate.workflow_visible(wf.workflow)
+	) n;
+	REVOKE ALL ON TABLE idem_gate.workflow_stats FROM PUBLIC;
+
+	PERFORM idem_gate.outside_extension(g);
+END
+$$;
+
 COMMENT ON VIEW idem_gate.stats_gauges IS 'live gauges of the claims table that idem_gate.stats shows';
 
 COMMENT ON VIEW idem_gate.stats IS 'idem_gate counters since the last reset (and the last server start), and live gauges of the claims table';
 
 COMMENT ON VIEW idem_gate.workflow_stats IS 'per workflow the current role may see: rows by state (completed estimated) and the oldest processing and needs_review claims'' ages';
+
+/*
+ * After a blue-green switch-over, the next token must be larger than every
+ * token the old server handed out.  A claim released there has no row any
+ * more, but its release is in the audit trail (replicated with the claims),
+ * with its token: 1.1 looked at the claims only, and handed a released
+ * run's token out again.
+ */
+DO $$
+DECLARE
+	g pg_catalog.text[];
+BEGIN
+	SELECT idem_gate.upgrade_grants(p.proacl, p.proowner, 'FUNCTION idem_gate.sync_token_seq()')
+	  INTO g
+	  FROM pg_catalog.pg_proc p
+	 WHERE p.oid OPERATOR(pg_catalog.=) 'idem_gate.sync_token_seq()'::pg_catalog.regprocedure;
+	DROP FUNCTION idem_gate.sync_token_seq();
+	CREATE FUNCTION idem_gate.sync_token_seq()
+	RETURNS bigint
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $body$
+	DECLARE
+		last_token bigint;
+		last_id bigint;
+	BEGIN
+		LOCK TABLE ONLY idem_gate.claims, ONLY idem_gate.audit IN SHARE MODE;
+		SELECT GREATEST(s.last_value,
+				(SELECT pg_catalog.max(c.token) FROM ONLY idem_gate.claims c),
+				(SELECT pg_catalog.max(a.token) FROM ONLY idem_gate.audit a))
+		  INTO last_token
+		  FROM idem_gate.token_seq s;
+		PERFORM pg_catalog.setval('idem_gate.token_seq'::pg_catalog.regclass, last_token, true);
+
+		SELECT GREATEST(s.last_value, (SELECT pg_catalog.max(a.id) FROM ONLY idem_gate.audit a))
+		  INTO last_id
+		  FROM idem_gate.audit_id_seq s;
+		PERFORM pg_catalog.setval('idem_gate.audit_id_seq'::pg_catalog.regclass, last_id, true);
+		RETURN last_token OPERATOR(pg_catalog.+) 1;
+	END
+	$body$;
+	REVOKE ALL ON FUNCTION idem_gate.sync_token_seq() FROM PUBLIC;
+	PERFORM idem_gate.outside_extension(g);
+END
+$$;
 
 COMMENT ON FUNCTION idem_gate.sync_token_seq() IS 'after a switch-over by logical replication: set the token sequence past every replicated claim and released claim (and the audit id sequence past every audit row); returns the next token';
 
@@ -2779,6 +3244,40 @@ COMMENT ON VIEW idem_gate.secrets IS 'claims of keyed workflows per secret id, a
 
 REVOKE ALL ON TABLE idem_gate.secrets FROM PUBLIC;
 
+/* The helpers of this update are not part of 1.2. */
+DROP FUNCTION idem_gate.upgrade_grants(pg_catalog.aclitem[], pg_catalog.oid, pg_catalog.text);
+
+DROP FUNCTION idem_gate.outside_extension(pg_catalog.text[]);
+
+/*
+ * idem_gate managed edition: what the shared update steps call.
+ *
+ * The C edition's update scripts carry a DBA's grants over to a replaced
+ * object through idem_gate.outside_extension(), so that pg_dump keeps them
+ * as the DBA's.  The managed edition is no extension: the same GRANT and
+ * REVOKE statements simply run.  The shared steps create and drop it
+ * around each use, as they do in the C edition.
+ */
+CREATE FUNCTION idem_gate.outside_extension(statements pg_catalog.text[])
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	s pg_catalog.text;
+BEGIN
+	FOREACH s IN ARRAY COALESCE(statements, '{}') LOOP
+		IF s !~* '^\s*(GRANT|REVOKE)\s' THEN
+			RAISE EXCEPTION 'idem_gate.outside_extension() runs only GRANT and REVOKE'
+				USING ERRCODE = '42501';
+		END IF;
+		EXECUTE s;
+	END LOOP;
+END
+$$;
+
+REVOKE ALL ON FUNCTION idem_gate.outside_extension(pg_catalog.text[]) FROM PUBLIC;
+
 /*
  * Every view that shows claims filters its rows for its reader
  * (idem_gate.workflow_visible()).  As security barriers, no expression of
@@ -2948,6 +3447,21 @@ $$;
 COMMENT ON FUNCTION idem_gate.bulk_args(text[], text, text) IS 'the arguments of idem_resolve_many() and idem_release_many(), checked before their first key';
 
 GRANT EXECUTE ON FUNCTION idem_gate.bulk_args(text[], text, text) TO PUBLIC;
+
+/* The helper of this update is not part of 1.3. */
+DROP FUNCTION idem_gate.outside_extension(pg_catalog.text[]);
+
+DO $$ BEGIN IF pg_catalog.to_regprocedure('public.idem_canonical(json,text)') IS NOT NULL THEN DROP FUNCTION public.idem_canonical(json,text); END IF; END $$;
+
+DO $$ BEGIN IF pg_catalog.to_regprocedure('public.idem_canonical(jsonb,text)') IS NOT NULL THEN DROP FUNCTION public.idem_canonical(jsonb,text); END IF; END $$;
+
+DO $$ BEGIN IF pg_catalog.to_regprocedure('public.idem_hash(json,text)') IS NOT NULL THEN DROP FUNCTION public.idem_hash(json,text); END IF; END $$;
+
+DO $$ BEGIN IF pg_catalog.to_regprocedure('public.idem_hash(jsonb,text)') IS NOT NULL THEN DROP FUNCTION public.idem_hash(jsonb,text); END IF; END $$;
+
+DO $$ BEGIN IF pg_catalog.to_regprocedure('public.idem_hash(jsonb,text[],text)') IS NOT NULL THEN DROP FUNCTION public.idem_hash(jsonb,text[],text); END IF; END $$;
+
+DO $$ BEGIN IF pg_catalog.to_regprocedure('public.idem_resolve(text,text,text,jsonb)') IS NOT NULL THEN DROP FUNCTION public.idem_resolve(text,text,text,jsonb); END IF; END $$;
 
 /*
  * idem_gate managed edition: its version.  The C extension's version is

@@ -234,6 +234,8 @@ CREATE FUNCTION idem_gate.stats_counters(
 	OUT fails_needs_review bigint, OUT resolves bigint,
 	OUT deleted_completed bigint, OUT deleted_failed bigint,
 	OUT alerts bigint, OUT escalations bigint, OUT janitor_passes bigint,
+	OUT releases bigint, OUT receipts_cleared bigint,
+	OUT fingerprint_mismatches bigint, OUT sql_fallbacks bigint,
 	OUT last_pass_at timestamptz, OUT last_pass_ms double precision,
 	OUT reset_at timestamptz)
 RETURNS record
@@ -244,8 +246,9 @@ SELECT false, NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int
 	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
 	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
 	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
-	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.timestamptz,
-	   NULL::pg_catalog.float8, NULL::pg_catalog.timestamptz
+	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
+	   NULL::pg_catalog.int8, NULL::pg_catalog.int8, NULL::pg_catalog.int8,
+	   NULL::pg_catalog.timestamptz, NULL::pg_catalog.float8, NULL::pg_catalog.timestamptz
 $$;
 
 CREATE FUNCTION idem_gate.stats_reset()
