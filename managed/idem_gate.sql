@@ -1647,9 +1647,9 @@ BEGIN
 	END LOOP;
 
 	/*
-	 * Receipts of completed claims, from each workflow's watermark on (so a
-	 * pass reads only what expired since the last), and the payloads of
-	 * open claims, both after the receipt retention.
+	 * Receipts of completed claims after the receipt retention, from each
+	 * workflow's watermark on, so that a pass reads only what expired
+	 * since the last.
 	 */
 	FOR w IN SELECT * FROM idem_gate.m_workflows('completed') LOOP
 		cutoff := idem_gate.m_policy_cutoff(w, 'receipt_retention', 'idem_gate.receipt_retention', '0', now);
@@ -1681,23 +1681,6 @@ BEGIN
 		VALUES (w, mark)
 		ON CONFLICT (workflow) DO UPDATE SET receipts_cleared_until = GREATEST(m.receipts_cleared_until, EXCLUDED.receipts_cleared_until);
 	END LOOP;
-	FOR s IN SELECT st::idem_gate.state AS st FROM pg_catalog.unnest(ARRAY['processing', 'failed_retryable', 'needs_review']) st LOOP
-		FOR w IN SELECT * FROM idem_gate.m_workflows(s.st) LOOP
-			cutoff := idem_gate.m_policy_cutoff(w, 'receipt_retention', 'idem_gate.receipt_retention', '0', now);
-			CONTINUE WHEN cutoff IS NULL;
-			UPDATE ONLY idem_gate.claims d SET payload = NULL
-			 WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
-					SELECT c.ctid FROM ONLY idem_gate.claims c
-					 WHERE c.state OPERATOR(pg_catalog.=) s.st
-					   AND c.workflow OPERATOR(pg_catalog.=) w
-					   AND c.updated_at OPERATOR(pg_catalog.<) cutoff
-					   AND c.payload IS NOT NULL
-					   FOR NO KEY UPDATE OF c SKIP LOCKED))
-			   AND d.state OPERATOR(pg_catalog.=) s.st
-			   AND d.updated_at OPERATOR(pg_catalog.<) cutoff;
-		END LOOP;
-	END LOOP;
-
 	/*
 	 * Stuck claims: processing for longer than stuck_after, announced once
 	 * per grant (alerted_token), and with stuck_action = review moved to
@@ -1738,6 +1721,28 @@ BEGIN
 			END IF;
 			alerts := alerts OPERATOR(pg_catalog.+) 1;
 			PERFORM idem_gate.m_announce(s.workflow, CASE WHEN review THEN 'needs_review' ELSE 'stuck' END);
+		END LOOP;
+	END LOOP;
+
+	/*
+	 * The payloads of open claims after the receipt retention: after the
+	 * stuck step, as in the C edition, so that a claim it just moved to
+	 * needs_review keeps its evidence.
+	 */
+	FOR s IN SELECT st::idem_gate.state AS st FROM pg_catalog.unnest(ARRAY['processing', 'failed_retryable', 'needs_review']) st LOOP
+		FOR w IN SELECT * FROM idem_gate.m_workflows(s.st) LOOP
+			cutoff := idem_gate.m_policy_cutoff(w, 'receipt_retention', 'idem_gate.receipt_retention', '0', now);
+			CONTINUE WHEN cutoff IS NULL;
+			UPDATE ONLY idem_gate.claims d SET payload = NULL
+			 WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+					SELECT c.ctid FROM ONLY idem_gate.claims c
+					 WHERE c.state OPERATOR(pg_catalog.=) s.st
+					   AND c.workflow OPERATOR(pg_catalog.=) w
+					   AND c.updated_at OPERATOR(pg_catalog.<) cutoff
+					   AND c.payload IS NOT NULL
+					   FOR NO KEY UPDATE OF c SKIP LOCKED))
+			   AND d.state OPERATOR(pg_catalog.=) s.st
+			   AND d.updated_at OPERATOR(pg_catalog.<) cutoff;
 		END LOOP;
 	END LOOP;
 
