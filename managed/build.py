@@ -21,7 +21,8 @@ once.  What only C can do is replaced:
 It writes managed/idem_gate.sql (psql -f, API in schema public) and
 managed/idem_gate.pg_tle.sql (the same statements as a pg_tle extension,
 API in the schema CREATE EXTENSION gives).  --check exits 1 when either
-differs from what is committed, which the test command checks.
+differs from what is committed, which the test command checks; --body
+prints the statements alone (no psql commands, no transaction).
 """
 import glob
 import os
@@ -369,6 +370,12 @@ def outputs():
 
 
 def main():
+    if "--body" in sys.argv[1:]:
+        # the statements alone, API in schema public, for a test that runs
+        # them without psql (an isolation spec's setup reads them with
+        # pg_read_file())
+        sys.stdout.write(render(assemble(), "public"))
+        return
     check = "--check" in sys.argv[1:]
     stale = []
     for rel, text in outputs().items():

@@ -576,6 +576,33 @@ $$;
 REVOKE ALL ON FUNCTION idem_gate.m_fingerprint_error(pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 
 /*
+ * The first claim's insert: exactly one concurrent inserter wins, the
+ * others wait for it and get NULL.  A function of its own, so that under
+ * REPEATABLE READ alone it runs in a subtransaction that turns
+ * PostgreSQL's serialization error into the C edition's.
+ */
+CREATE FUNCTION idem_gate.m_insert(p_workflow pg_catalog.text, p_key pg_catalog.text,
+								   t pg_catalog.timestamptz, p_fp pg_catalog.text,
+								   p_exec pg_catalog.text, p_payload pg_catalog.jsonb,
+								   p_dropped pg_catalog.int4, p_issued pg_catalog.bool)
+	RETURNS idem_gate.claims
+	LANGUAGE sql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+INSERT INTO idem_gate.claims AS c (workflow, key, state, attempt, token,
+		execution_id, fingerprint, created_at, claimed_at, updated_at,
+		token_issued, payload, payload_dropped_bytes)
+VALUES (p_workflow, p_key, 'processing', 1,
+		pg_catalog.nextval('idem_gate.token_seq'::pg_catalog.regclass),
+		p_exec, p_fp, t, t, t, p_issued, p_payload, NULLIF(p_dropped, 0))
+ON CONFLICT (workflow, key) DO NOTHING
+RETURNING *
+$$;
+
+REVOKE ALL ON FUNCTION idem_gate.m_insert(pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz,
+	pg_catalog.text, pg_catalog.text, pg_catalog.jsonb, pg_catalog.int4, pg_catalog.bool) FROM PUBLIC;
+
+/*
  * One claim of (workflow, key): the state machine of idem_claim,
  * idem_claim_ex and each element of idem_claim_many.  cutoff is NULL when
  * the call never takes over.  granted says the caller owns the claim;
@@ -595,6 +622,7 @@ CREATE FUNCTION idem_gate.m_claim_key(p_workflow pg_catalog.text, p_key pg_catal
 DECLARE
 	t pg_catalog.timestamptz;
 	takeover pg_catalog.bool;
+	read_committed pg_catalog.bool;
 BEGIN
 	granted := false;
 	wrote := false;
@@ -605,15 +633,41 @@ BEGIN
 		IF NOT FOUND THEN
 			/* the first claim: exactly one concurrent inserter wins */
 			t := pg_catalog.clock_timestamp();
-			INSERT INTO idem_gate.claims AS c (workflow, key, state, attempt, token,
-					execution_id, fingerprint, created_at, claimed_at, updated_at,
-					token_issued, payload, payload_dropped_bytes)
-			VALUES (p_workflow, p_key, 'processing', 1,
-					pg_catalog.nextval('idem_gate.token_seq'::pg_catalog.regclass),
-					p_exec, p_fp, t, t, t, p_issued, p_payload, NULLIF(p_dropped, 0))
-			ON CONFLICT (workflow, key) DO NOTHING
-			RETURNING * INTO r;
-			IF FOUND THEN
+			read_committed := pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.=) 'read committed';
+			IF read_committed THEN
+				r := idem_gate.m_insert(p_workflow, p_key, t, p_fp, p_exec, p_payload, p_dropped, p_issued);
+			ELSE
+				BEGIN
+					r := idem_gate.m_insert(p_workflow, p_key, t, p_fp, p_exec, p_payload, p_dropped, p_issued);
+				EXCEPTION WHEN serialization_failure THEN
+					/* REPEATABLE READ: a claim the snapshot does not see */
+					RAISE EXCEPTION 'could not serialize access to key "%" in workflow "%" due to concurrent update',
+						idem_gate.m_display(p_key), idem_gate.m_display(p_workflow)
+						USING ERRCODE = '40001',
+							  DETAIL = 'The claim was written by a transaction that this transaction''s snapshot does not see.',
+							  HINT = 'Retry the transaction, or call idem_gate''s functions under READ COMMITTED, where they wait for a concurrent claim and answer from its row.';
+				END;
+			END IF;
+			IF r.token IS NOT NULL THEN
+				/*
+				 * The token was drawn before the insert, which may have
+				 * waited for a concurrent writer of the key that then took
+				 * it over and released it: tokens of a key only grow, so a
+				 * release recorded with a larger token (or, under
+				 * REPEATABLE READ, one the snapshot cannot see) means a
+				 * token drawn now.
+				 */
+				IF NOT read_committed
+				   OR EXISTS (SELECT 1 FROM ONLY idem_gate.audit a
+							   WHERE a.workflow OPERATOR(pg_catalog.=) p_workflow
+								 AND a.key OPERATOR(pg_catalog.=) p_key
+								 AND a.token OPERATOR(pg_catalog.>) r.token) THEN
+					UPDATE ONLY idem_gate.claims c
+					   SET token = pg_catalog.nextval('idem_gate.token_seq'::pg_catalog.regclass)
+					 WHERE c.workflow OPERATOR(pg_catalog.=) p_workflow
+					   AND c.key OPERATOR(pg_catalog.=) p_key
+					RETURNING * INTO r;
+				END IF;
 				outcome := 'new';
 				granted := true;
 				wrote := true;
@@ -1590,6 +1644,42 @@ $$;
 REVOKE ALL ON FUNCTION idem_gate.m_policy_cutoff(pg_catalog.text, pg_catalog.text,
 	pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz) FROM PUBLIC;
 
+/*
+ * How far the receipt watermarks may move: before the start of every
+ * transaction now open.  A completion's updated_at is the time of its
+ * write, after its transaction began; a completing transaction still open,
+ * which this pass cannot see, wrote its row after the horizon, and the
+ * next pass, starting there, finds it once it commits.  NULL when the
+ * horizon cannot be known, so that no watermark moves: a prepared
+ * transaction, a backend writing without saying since when
+ * (track_activities off), a backend the caller may not see
+ * (pg_read_all_stats), or the caller's own snapshot under REPEATABLE READ.
+ */
+CREATE FUNCTION idem_gate.m_receipts_horizon()
+	RETURNS pg_catalog.timestamptz
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed'
+	   OR pg_catalog.current_setting('track_activities') OPERATOR(pg_catalog.<>) 'on'
+	   OR EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_xacts) THEN
+		RETURN NULL;
+	END IF;
+	PERFORM pg_catalog.pg_stat_clear_snapshot();
+	IF EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity a
+				WHERE a.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()
+				  AND (a.xact_start IS NULL AND a.backend_xid IS NOT NULL
+					   OR a.query OPERATOR(pg_catalog.=) '<insufficient privilege>')) THEN
+		RETURN NULL;
+	END IF;
+	RETURN COALESCE((SELECT pg_catalog.min(a.xact_start) FROM pg_catalog.pg_stat_activity a
+					  WHERE a.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()), 'infinity');
+END
+$$;
+
+REVOKE ALL ON FUNCTION idem_gate.m_receipts_horizon() FROM PUBLIC;
+
 /* idem_gate.janitor_run()'s body: one pass, in the caller's transaction. */
 CREATE FUNCTION idem_gate_call.janitor_run(caller pg_catalog.regrole,
 	OUT deleted pg_catalog.int8, OUT deleted_completed pg_catalog.int8,
@@ -1606,6 +1696,7 @@ DECLARE
 	w pg_catalog.text;
 	cutoff pg_catalog.timestamptz;
 	mark pg_catalog.timestamptz;
+	horizon pg_catalog.timestamptz;
 	n pg_catalog.int8;
 	s record;
 BEGIN
@@ -1651,6 +1742,7 @@ BEGIN
 	 * workflow's watermark on, so that a pass reads only what expired
 	 * since the last.
 	 */
+	horizon := idem_gate.m_receipts_horizon();
 	FOR w IN SELECT * FROM idem_gate.m_workflows('completed') LOOP
 		cutoff := idem_gate.m_policy_cutoff(w, 'receipt_retention', 'idem_gate.receipt_retention', '0', now);
 		CONTINUE WHEN cutoff IS NULL;
@@ -1677,8 +1769,9 @@ BEGIN
 							   WHERE x.tid OPERATOR(pg_catalog.<>) ALL (ARRAY(SELECT k.tid FROM lck k))))
 		  INTO mark
 		  FROM (SELECT pg_catalog.count(*) FROM upd) done;
+		CONTINUE WHEN horizon IS NULL;
 		INSERT INTO idem_gate.janitor_watermarks AS m (workflow, receipts_cleared_until)
-		VALUES (w, mark)
+		VALUES (w, LEAST(mark, horizon))
 		ON CONFLICT (workflow) DO UPDATE SET receipts_cleared_until = GREATEST(m.receipts_cleared_until, EXCLUDED.receipts_cleared_until);
 	END LOOP;
 	/*
@@ -1760,6 +1853,47 @@ END
 $$;
 
 GRANT EXECUTE ON FUNCTION idem_gate_call.janitor_run(pg_catalog.regrole) TO PUBLIC;
+
+/*
+ * Schedule the janitor with pg_cron, where the service has it in this
+ * database (Supabase, Neon, Cloud SQL and Azure with cron.database_name
+ * set to it; on RDS, pg_cron's own database): one job, named after the
+ * database, that runs idem_gate.janitor_run() as the role that calls
+ * this, by default every minute.  Scheduling again replaces the job.
+ * Without pg_cron, an n8n Schedule workflow calls janitor_run() instead
+ * (examples/n8n/janitor-schedule.json).
+ */
+CREATE FUNCTION idem_gate.schedule_janitor(schedule pg_catalog.text DEFAULT '* * * * *')
+	RETURNS pg_catalog.int8
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	job pg_catalog.int8;
+BEGIN
+	IF schedule IS NULL THEN
+		RAISE EXCEPTION 'schedule must not be null'
+			USING ERRCODE = '22004', HINT = 'Pass a cron schedule such as ''* * * * *'', or ''10 seconds'' with pg_cron 1.5 or later.';
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p
+					WHERE p.pronamespace OPERATOR(pg_catalog.=) pg_catalog.to_regnamespace('cron')
+					  AND p.proname OPERATOR(pg_catalog.=) 'schedule') THEN
+		RAISE EXCEPTION 'pg_cron is not installed in database "%"', pg_catalog.current_database()
+			USING ERRCODE = '55000',
+				  DETAIL = 'Without a schedule, the gate answers as always; only retention, receipt clearing and stuck-claim alerts wait.',
+				  HINT = 'CREATE EXTENSION pg_cron where the service offers it, or run SELECT idem_gate.janitor_run() from an n8n Schedule workflow (examples/n8n/janitor-schedule.json).';
+	END IF;
+	EXECUTE 'SELECT cron.schedule($1, $2, $3)'
+	   INTO job
+	  USING 'idem_gate_janitor_' OPERATOR(pg_catalog.||) pg_catalog.current_database(),
+			schedule, 'SELECT idem_gate.janitor_run()';
+	RETURN job;
+END
+$$;
+
+COMMENT ON FUNCTION idem_gate.schedule_janitor(pg_catalog.text) IS 'managed edition: schedule idem_gate.janitor_run() with pg_cron in this database, as the calling role';
+
+REVOKE ALL ON FUNCTION idem_gate.schedule_janitor(pg_catalog.text) FROM PUBLIC;
 
 COMMENT ON TABLE idem_gate.claims IS 'one row per protected side effect; written only through the idem_* functions';
 

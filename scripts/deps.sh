@@ -33,7 +33,7 @@ set -euo pipefail
 demo_pkgs=(make gcc libc6-dev postgresql-15 postgresql-server-dev-15)
 test_pkgs=("${demo_pkgs[@]}" postgresql-15-pgtap
 	libtap-parser-sourcehandler-pgtap-perl libipc-run-perl
-	postgresql-contrib bc debootstrap python3-psycopg2
+	postgresql-contrib postgresql-15-cron bc debootstrap python3-psycopg2
 	prometheus-postgres-exporter prometheus python3-yaml)
 
 set_name=test list=0

@@ -70,6 +70,32 @@ $$;
 REVOKE ALL ON FUNCTION idem_gate.m_fingerprint_error(pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 
 /*
+ * The first claim's insert: exactly one concurrent inserter wins, the
+ * others wait for it and get NULL.  A function of its own, so that under
+ * REPEATABLE READ alone it runs in a subtransaction that turns
+ * PostgreSQL's serialization error into the C edition's.
+ */
+CREATE FUNCTION idem_gate.m_insert(p_workflow pg_catalog.text, p_key pg_catalog.text,
+								   t pg_catalog.timestamptz, p_fp pg_catalog.text,
+								   p_exec pg_catalog.text, p_payload pg_catalog.jsonb,
+								   p_dropped pg_catalog.int4, p_issued pg_catalog.bool)
+	RETURNS idem_gate.claims
+	LANGUAGE sql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+INSERT INTO idem_gate.claims AS c (workflow, key, state, attempt, token,
+		execution_id, fingerprint, created_at, claimed_at, updated_at,
+		token_issued, payload, payload_dropped_bytes)
+VALUES (p_workflow, p_key, 'processing', 1,
+		pg_catalog.nextval('idem_gate.token_seq'::pg_catalog.regclass),
+		p_exec, p_fp, t, t, t, p_issued, p_payload, NULLIF(p_dropped, 0))
+ON CONFLICT (workflow, key) DO NOTHING
+RETURNING *
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_insert(pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz,
+	pg_catalog.text, pg_catalog.text, pg_catalog.jsonb, pg_catalog.int4, pg_catalog.bool) FROM PUBLIC;
+
+/*
  * One claim of (workflow, key): the state machine of idem_claim,
  * idem_claim_ex and each element of idem_claim_many.  cutoff is NULL when
  * the call never takes over.  granted says the caller owns the claim;
@@ -89,6 +115,7 @@ CREATE FUNCTION idem_gate.m_claim_key(p_workflow pg_catalog.text, p_key pg_catal
 DECLARE
 	t pg_catalog.timestamptz;
 	takeover pg_catalog.bool;
+	read_committed pg_catalog.bool;
 BEGIN
 	granted := false;
 	wrote := false;
@@ -99,15 +126,41 @@ BEGIN
 		IF NOT FOUND THEN
 			/* the first claim: exactly one concurrent inserter wins */
 			t := pg_catalog.clock_timestamp();
-			INSERT INTO idem_gate.claims AS c (workflow, key, state, attempt, token,
-					execution_id, fingerprint, created_at, claimed_at, updated_at,
-					token_issued, payload, payload_dropped_bytes)
-			VALUES (p_workflow, p_key, 'processing', 1,
-					pg_catalog.nextval('idem_gate.token_seq'::pg_catalog.regclass),
-					p_exec, p_fp, t, t, t, p_issued, p_payload, NULLIF(p_dropped, 0))
-			ON CONFLICT (workflow, key) DO NOTHING
-			RETURNING * INTO r;
-			IF FOUND THEN
+			read_committed := pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.=) 'read committed';
+			IF read_committed THEN
+				r := idem_gate.m_insert(p_workflow, p_key, t, p_fp, p_exec, p_payload, p_dropped, p_issued);
+			ELSE
+				BEGIN
+					r := idem_gate.m_insert(p_workflow, p_key, t, p_fp, p_exec, p_payload, p_dropped, p_issued);
+				EXCEPTION WHEN serialization_failure THEN
+					/* REPEATABLE READ: a claim the snapshot does not see */
+					RAISE EXCEPTION 'could not serialize access to key "%" in workflow "%" due to concurrent update',
+						idem_gate.m_display(p_key), idem_gate.m_display(p_workflow)
+						USING ERRCODE = '40001',
+							  DETAIL = 'The claim was written by a transaction that this transaction''s snapshot does not see.',
+							  HINT = 'Retry the transaction, or call idem_gate''s functions under READ COMMITTED, where they wait for a concurrent claim and answer from its row.';
+				END;
+			END IF;
+			IF r.token IS NOT NULL THEN
+				/*
+				 * The token was drawn before the insert, which may have
+				 * waited for a concurrent writer of the key that then took
+				 * it over and released it: tokens of a key only grow, so a
+				 * release recorded with a larger token (or, under
+				 * REPEATABLE READ, one the snapshot cannot see) means a
+				 * token drawn now.
+				 */
+				IF NOT read_committed
+				   OR EXISTS (SELECT 1 FROM ONLY idem_gate.audit a
+							   WHERE a.workflow OPERATOR(pg_catalog.=) p_workflow
+								 AND a.key OPERATOR(pg_catalog.=) p_key
+								 AND a.token OPERATOR(pg_catalog.>) r.token) THEN
+					UPDATE ONLY idem_gate.claims c
+					   SET token = pg_catalog.nextval('idem_gate.token_seq'::pg_catalog.regclass)
+					 WHERE c.workflow OPERATOR(pg_catalog.=) p_workflow
+					   AND c.key OPERATOR(pg_catalog.=) p_key
+					RETURNING * INTO r;
+				END IF;
 				outcome := 'new';
 				granted := true;
 				wrote := true;

@@ -61,6 +61,41 @@ $$;
 REVOKE ALL ON FUNCTION idem_gate.m_policy_cutoff(pg_catalog.text, pg_catalog.text,
 	pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz) FROM PUBLIC;
 
+/*
+ * How far the receipt watermarks may move: before the start of every
+ * transaction now open.  A completion's updated_at is the time of its
+ * write, after its transaction began; a completing transaction still open,
+ * which this pass cannot see, wrote its row after the horizon, and the
+ * next pass, starting there, finds it once it commits.  NULL when the
+ * horizon cannot be known, so that no watermark moves: a prepared
+ * transaction, a backend writing without saying since when
+ * (track_activities off), a backend the caller may not see
+ * (pg_read_all_stats), or the caller's own snapshot under REPEATABLE READ.
+ */
+CREATE FUNCTION idem_gate.m_receipts_horizon()
+	RETURNS pg_catalog.timestamptz
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	IF pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.<>) 'read committed'
+	   OR pg_catalog.current_setting('track_activities') OPERATOR(pg_catalog.<>) 'on'
+	   OR EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_xacts) THEN
+		RETURN NULL;
+	END IF;
+	PERFORM pg_catalog.pg_stat_clear_snapshot();
+	IF EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity a
+				WHERE a.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()
+				  AND (a.xact_start IS NULL AND a.backend_xid IS NOT NULL
+					   OR a.query OPERATOR(pg_catalog.=) '<insufficient privilege>')) THEN
+		RETURN NULL;
+	END IF;
+	RETURN COALESCE((SELECT pg_catalog.min(a.xact_start) FROM pg_catalog.pg_stat_activity a
+					  WHERE a.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()), 'infinity');
+END
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_receipts_horizon() FROM PUBLIC;
+
 /* idem_gate.janitor_run()'s body: one pass, in the caller's transaction. */
 CREATE FUNCTION idem_gate_call.janitor_run(caller pg_catalog.regrole,
 	OUT deleted pg_catalog.int8, OUT deleted_completed pg_catalog.int8,
@@ -77,6 +112,7 @@ DECLARE
 	w pg_catalog.text;
 	cutoff pg_catalog.timestamptz;
 	mark pg_catalog.timestamptz;
+	horizon pg_catalog.timestamptz;
 	n pg_catalog.int8;
 	s record;
 BEGIN
@@ -122,6 +158,7 @@ BEGIN
 	 * workflow's watermark on, so that a pass reads only what expired
 	 * since the last.
 	 */
+	horizon := idem_gate.m_receipts_horizon();
 	FOR w IN SELECT * FROM idem_gate.m_workflows('completed') LOOP
 		cutoff := idem_gate.m_policy_cutoff(w, 'receipt_retention', 'idem_gate.receipt_retention', '0', now);
 		CONTINUE WHEN cutoff IS NULL;
@@ -148,8 +185,9 @@ BEGIN
 							   WHERE x.tid OPERATOR(pg_catalog.<>) ALL (ARRAY(SELECT k.tid FROM lck k))))
 		  INTO mark
 		  FROM (SELECT pg_catalog.count(*) FROM upd) done;
+		CONTINUE WHEN horizon IS NULL;
 		INSERT INTO idem_gate.janitor_watermarks AS m (workflow, receipts_cleared_until)
-		VALUES (w, mark)
+		VALUES (w, LEAST(mark, horizon))
 		ON CONFLICT (workflow) DO UPDATE SET receipts_cleared_until = GREATEST(m.receipts_cleared_until, EXCLUDED.receipts_cleared_until);
 	END LOOP;
 	/*
@@ -240,3 +278,42 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 SELECT * FROM idem_gate_call.janitor_run(CURRENT_USER::pg_catalog.regrole)
 $$;
+
+/*
+ * Schedule the janitor with pg_cron, where the service has it in this
+ * database (Supabase, Neon, Cloud SQL and Azure with cron.database_name
+ * set to it; on RDS, pg_cron's own database): one job, named after the
+ * database, that runs idem_gate.janitor_run() as the role that calls
+ * this, by default every minute.  Scheduling again replaces the job.
+ * Without pg_cron, an n8n Schedule workflow calls janitor_run() instead
+ * (examples/n8n/janitor-schedule.json).
+ */
+CREATE FUNCTION idem_gate.schedule_janitor(schedule pg_catalog.text DEFAULT '* * * * *')
+	RETURNS pg_catalog.int8
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	job pg_catalog.int8;
+BEGIN
+	IF schedule IS NULL THEN
+		RAISE EXCEPTION 'schedule must not be null'
+			USING ERRCODE = '22004', HINT = 'Pass a cron schedule such as ''* * * * *'', or ''10 seconds'' with pg_cron 1.5 or later.';
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p
+					WHERE p.pronamespace OPERATOR(pg_catalog.=) pg_catalog.to_regnamespace('cron')
+					  AND p.proname OPERATOR(pg_catalog.=) 'schedule') THEN
+		RAISE EXCEPTION 'pg_cron is not installed in database "%"', pg_catalog.current_database()
+			USING ERRCODE = '55000',
+				  DETAIL = 'Without a schedule, the gate answers as always; only retention, receipt clearing and stuck-claim alerts wait.',
+				  HINT = 'CREATE EXTENSION pg_cron where the service offers it, or run SELECT idem_gate.janitor_run() from an n8n Schedule workflow (examples/n8n/janitor-schedule.json).';
+	END IF;
+	EXECUTE 'SELECT cron.schedule($1, $2, $3)'
+	   INTO job
+	  USING 'idem_gate_janitor_' OPERATOR(pg_catalog.||) pg_catalog.current_database(),
+			schedule, 'SELECT idem_gate.janitor_run()';
+	RETURN job;
+END
+$$;
+COMMENT ON FUNCTION idem_gate.schedule_janitor(pg_catalog.text) IS 'managed edition: schedule idem_gate.janitor_run() with pg_cron in this database, as the calling role';
+REVOKE ALL ON FUNCTION idem_gate.schedule_janitor(pg_catalog.text) FROM PUBLIC;

@@ -22,6 +22,7 @@ export const IDS = {
   fields: 'idemGateFields01',
   error: 'idemGateErrorWf1',
   control: 'idemGateControl1',
+  janitor: 'idemGateJanitor1',
 };
 
 // Error codes of the side effect's request that mean nothing was sent: the
@@ -479,6 +480,50 @@ function errorWorkflow() {
   };
 }
 
+// ---- the managed edition's janitor, for services without pg_cron ----
+// The managed edition (managed/idem_gate.sql) has no background worker:
+// retention and stuck-claim alerts run when idem_gate.janitor_run() is
+// called.  Where the service has no pg_cron (or runs it only while the
+// compute is up, as Neon), this workflow calls it every minute.  Its
+// credential's role needs EXECUTE on idem_gate.janitor_run() (docs/managed.md).
+function janitorScheduleWorkflow() {
+  uuidCounter = 900;
+  const nodes = [
+    {
+      parameters: { rule: { interval: [{ field: 'minutes', minutesInterval: 1 }] } },
+      id: uid('0000js00'),
+      name: 'Every minute',
+      type: 'n8n-nodes-base.scheduleTrigger',
+      typeVersion: 1.2,
+      position: [0, 300],
+    },
+    pg('Janitor pass', [260, 300], 'SELECT * FROM idem_gate.janitor_run();', '[]'),
+    sticky(
+      'Note: janitor schedule',
+      [-40, 0],
+      620,
+      260,
+      '## idem_gate: janitor schedule (managed edition)\n' +
+        'The managed edition has no background worker. This workflow runs `idem_gate.janitor_run()` every minute: ' +
+        'retention, receipt clearing and stuck-claim alerts. Without it (or pg_cron) the gate still answers correctly; ' +
+        'only those wait. Not needed with the C extension, whose janitor runs by itself.',
+      6,
+    ),
+  ];
+  return {
+    id: IDS.janitor,
+    name: 'idem_gate: janitor schedule (managed edition)',
+    nodes,
+    connections: {
+      'Every minute': { main: [[{ node: 'Janitor pass', type: 'main', index: 0 }]] },
+    },
+    active: false,
+    settings: { executionOrder: 'v1' },
+    pinData: {},
+    tags: [],
+  };
+}
+
 // ---- 4: the control for drill 10: the same side effect without the gate ----
 function controlWorkflow() {
   uuidCounter = 300;
@@ -538,6 +583,7 @@ export function buildAll() {
     }),
     'error-workflow.json': errorWorkflow(),
     'ungated-control.json': controlWorkflow(),
+    'janitor-schedule.json': janitorScheduleWorkflow(),
     ...buildInbox(),
     'credentials.postgres.json': [
       {

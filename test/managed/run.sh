@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# The managed edition (managed/idem_gate.sql) on a "managed-like" server of
+# the major under test: idem_gate is not preloaded, pg_cron is (as the
+# services offer it), and the edition is installed with psql by a role that
+# owns its database, may create roles and databases (like rds_superuser),
+# and is no superuser.  Then the same suites as the C edition's, through an
+# edition switch:
+#   - installing: as that role; LANGUAGE C refused to it; the refusals of a
+#     second install, of a database that holds the C extension, of a role
+#     that may not create schemas (each SQLSTATE and message);
+#   - the janitor scheduled by pg_cron (idem_gate.schedule_janitor()): a
+#     stuck claim is announced by the scheduled pass, and a gate nobody
+#     scheduled still answers;
+#   - the model test (test/model/run.sh --edition managed);
+#   - both editions side by side (differential.py): the same catalog, and
+#     the same answers to the same random calls;
+#   - the isolation specs of test/isolation, each with the managed edition
+#     installed in its setup, against the C edition's expected output;
+#   - the canonical-JSON suite (test/suites/20_jcs.sh, IDEM_EDITION=managed).
+# The pg_tle package is not tested here: pg_tle is not in Debian.
+#
+# Runs from the test command (test/suites/80_managed.sh) with the
+# variables it sets (IDEM_PG_MAJOR, IDEM_PG_BIN, IDEM_PG_AS_POSTGRES,
+# IDEM_PG_ROOT, PGPORT), or by hand on the host's 15:
+#   test/managed/run.sh            # needs root, postgresql-15-cron, idem_gate installed
+# IDEM_MANAGED_SECONDS sets the model's and the differential test's length
+# (default 40 each); IDEM_MANAGED_KEEP=1 keeps the server's directory.  Ends with one line "N passed, N failed".
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$here/../.." && pwd)
+MAJOR=${IDEM_PG_MAJOR:-15}
+BIN=${IDEM_PG_BIN:-$(pg_config --bindir)}
+AS_PG=${IDEM_PG_AS_POSTGRES:-runuser -u postgres --}
+RDIR=${IDEM_PG_ROOT:-}
+MPORT=$((${PGPORT:-55432} + 9))
+SECONDS_EACH=${IDEM_MANAGED_SECONDS:-40}
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/idem_gate_managed.XXXXXX")
+chmod 755 "$DIR"
+pass=0 fail=0
+
+ok() { echo "ok - $1"; pass=$((pass + 1)); }
+not_ok() { echo "not ok - $1"; fail=$((fail + 1)); }
+check() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1 (got '$2', expected '$3')"; fi; }
+finish() {
+	PG_MAJOR=$MAJOR "$ROOT/scripts/cluster.sh" stop "$DIR/m" >/dev/null 2>&1
+	if [ -n "${IDEM_MANAGED_KEEP:-}" ]; then echo "kept $DIR"; else rm -rf "$DIR"; fi
+	echo "$pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+	exit
+}
+trap finish EXIT
+# the results of libpq programs, as the superuser and as the owner
+export PGHOST=127.0.0.1 PGPORT=$MPORT PGUSER=postgres
+su_sql() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+owner_sql() { psql -X -q -At -v ON_ERROR_STOP=1 -U idem_owner "$@"; }
+# the SQLSTATE and message of a failing statement, as "CODE message"
+err_of() { psql -X -q -At -v VERBOSITY=sqlstate "$@" 2>&1 >/dev/null | sed -E 's/^(psql:[^E]*)?ERROR: +//' | head -1; }
+err_msg() { psql -X -q -At "$@" 2>&1 >/dev/null | sed -nE 's/^(psql:[^E]*)?ERROR: +//p' | head -1; }
+
+# the committed files are what managed/build.py makes of the parts
+if /usr/bin/python3 "$ROOT/managed/build.py" --check >"$DIR/build.log" 2>&1; then
+	ok "managed/idem_gate.sql and the pg_tle package are what managed/build.py makes"
+else
+	cat "$DIR/build.log"
+	not_ok "managed/idem_gate.sql and the pg_tle package are what managed/build.py makes"
+fi
+
+# pg_cron of this major: Debian's postgresql-N-cron, on the host (scripts/deps.sh)
+# or in the major's root
+if [ ! -f "$RDIR$BIN/../lib/pg_cron.so" ]; then
+	if [ -n "$RDIR" ]; then
+		chroot "$RDIR" sh -c "apt-get install -y -q --no-install-recommends postgresql-$MAJOR-cron ||
+			{ apt-get update -q && apt-get install -y -q --no-install-recommends postgresql-$MAJOR-cron; }" \
+			>"$DIR/cron-apt.log" 2>&1
+	else
+		{ apt-get install -y -q --no-install-recommends "postgresql-$MAJOR-cron" ||
+			{ apt-get update -q && apt-get install -y -q --no-install-recommends "postgresql-$MAJOR-cron"; }; } \
+			>"$DIR/cron-apt.log" 2>&1
+	fi
+fi
+if [ -f "$RDIR$BIN/../lib/pg_cron.so" ]; then
+	ok "pg_cron of PostgreSQL $MAJOR (Debian's postgresql-$MAJOR-cron)"
+else
+	cat "$DIR/cron-apt.log" 2>/dev/null
+	not_ok "pg_cron of PostgreSQL $MAJOR could not be installed"
+	exit 1
+fi
+
+# the managed-like server: pg_cron preloaded, idem_gate not
+PG_MAJOR=$MAJOR "$ROOT/scripts/cluster.sh" start "$DIR/m" "$MPORT" \
+	"shared_preload_libraries = 'pg_cron'" "cron.database_name = 'idem_managed'" "cron.use_background_workers = on" "max_worker_processes = 16" >"$DIR/start.log" 2>&1 ||
+	{ cat "$DIR/start.log" "$DIR/m/server.log" 2>/dev/null; not_ok "the managed-like server starts"; exit 1; }
+check "idem_gate is not preloaded" "$(su_sql -d postgres -c "SELECT current_setting('shared_preload_libraries')")" "pg_cron"
+su_sql -d postgres <<'SQL'
+CREATE ROLE idem_owner LOGIN CREATEDB CREATEROLE;
+CREATE ROLE idem_nocreate LOGIN;
+CREATE DATABASE idem_managed OWNER idem_owner;
+CREATE DATABASE idem_with_c;
+SQL
+su_sql -d idem_managed -c "ALTER SCHEMA public OWNER TO idem_owner" -c "CREATE EXTENSION pg_cron" \
+	-c "GRANT USAGE ON SCHEMA cron TO idem_owner"
+
+# installing
+check "the owner is no superuser and may not use LANGUAGE C" \
+	"$(err_of -U idem_owner -d idem_managed -c "CREATE FUNCTION f() RETURNS int AS 'idem_gate', 'idem_claim' LANGUAGE C")" \
+	"42501"
+if owner_sql -d idem_managed -f "$ROOT/managed/idem_gate.sql" >"$DIR/install.log" 2>&1; then
+	ok "managed/idem_gate.sql installs with psql -f, as a role that is no superuser"
+else
+	cat "$DIR/install.log"
+	not_ok "managed/idem_gate.sql installs with psql -f, as a role that is no superuser"
+	exit 1
+fi
+check "its version" "$(owner_sql -d idem_managed -c 'SELECT idem_gate.managed_version()')" "1.3"
+check "every object belongs to the installing role" \
+	"$(su_sql -d idem_managed -c "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname IN ('idem_gate', 'idem_gate_call', 'public') AND p.proowner <> 'idem_owner'::regrole")" "0"
+before=$(su_sql -d idem_managed -c "SELECT count(*) FROM pg_proc")
+check "a second install is refused, naming what is there" \
+	"$(err_msg -U idem_owner -d idem_managed -f "$ROOT/managed/idem_gate.sql")" \
+	"this database already holds a schema idem_gate"
+check "... and changes nothing" "$(su_sql -d idem_managed -c "SELECT count(*) FROM pg_proc")" "$before"
+if su_sql -d idem_with_c -c "CREATE EXTENSION idem_gate" 2>"$DIR/c.log"; then
+	check "a database holding the C extension is refused" \
+		"$(err_msg -d idem_with_c -f "$ROOT/managed/idem_gate.sql")" \
+		"this database already holds idem_gate, the C extension"
+else
+	cat "$DIR/c.log"
+	not_ok "the C extension installs beside, for the refusal and the differential test"
+fi
+su_sql -d postgres -c "CREATE DATABASE idem_nocreate_db"
+check "a role that may not create schemas is refused, named" \
+	"$(err_msg -U idem_nocreate -d idem_nocreate_db -f "$ROOT/managed/idem_gate.sql")" \
+	'role "idem_nocreate" may not create schemas in database "idem_nocreate_db"'
+
+# a gate nobody scheduled answers; pg_cron's job then announces a stuck claim
+check "without a schedule the gate answers" \
+	"$(owner_sql -d idem_managed -c "SELECT idem_claim('stuck_1', 'cron_wf')" -c "SELECT idem_claim('stuck_1', 'cron_wf')")" \
+	"$(printf 'new\nin_flight')"
+su_sql -d postgres -c "CREATE DATABASE idem_nocron OWNER idem_owner"
+su_sql -d idem_nocron -c "ALTER SCHEMA public OWNER TO idem_owner"
+owner_sql -d idem_nocron -f "$ROOT/managed/idem_gate.sql" >/dev/null 2>&1
+check "schedule_janitor() where pg_cron is not: 55000" \
+	"$(err_of -U idem_owner -d idem_nocron -c "SELECT idem_gate.schedule_janitor()")" "55000"
+check "... naming what is missing" \
+	"$(err_msg -U idem_owner -d idem_nocron -c "SELECT idem_gate.schedule_janitor()")" \
+	'pg_cron is not installed in database "idem_nocron"'
+cron_version=$(su_sql -d idem_managed -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_cron'")
+case "$cron_version" in 1.[0-4]*) every='* * * * *' wait=75 ;; *) every='2 seconds' wait=20 ;; esac
+owner_sql -d idem_managed -c "INSERT INTO idem_gate.policies (workflow, stuck_after) VALUES ('cron_wf', '1 second')" \
+	-c "SELECT idem_gate.schedule_janitor('$every')" >/dev/null
+alerted=
+for _ in $(seq 1 "$wait"); do
+	alerted=$(owner_sql -d idem_managed -c "SELECT alerted_token IS NOT NULL FROM idem_gate.claims WHERE key = 'stuck_1'")
+	[ "$alerted" = t ] && break
+	sleep 1
+done
+check "pg_cron $cron_version runs idem_gate.janitor_run() ('$every'), which announces the stuck claim" "$alerted" "t"
+check "... as the installing role, and it succeeded" \
+	"$(su_sql -d idem_managed -c "SELECT DISTINCT j.username || ' ' || d.status FROM cron.job_run_details d
+		JOIN cron.job j USING (jobid) WHERE d.command = 'SELECT idem_gate.janitor_run()' AND d.status <> 'running'" | sort -u | head -1)" \
+	"idem_owner succeeded"
+owner_sql -d idem_managed -c "SELECT cron.unschedule('idem_gate_janitor_idem_managed')" >/dev/null
+
+# the model test and both editions side by side, against this server
+bash "$ROOT/test/model/run.sh" --seconds "$SECONDS_EACH" --edition managed >"$DIR/model.log" 2>&1
+rc=$?
+tail -3 "$DIR/model.log" | sed 's/^/  /'
+if [ $rc -eq 0 ] && grep -q '^1 passed, 0 failed' "$DIR/model.log"; then ok "the model test, managed edition"; else
+	grep -B2 -A12 '^FAIL' "$DIR/model.log" | head -40; not_ok "the model test, managed edition"; fi
+/usr/bin/python3 "$here/differential.py" --seconds "$SECONDS_EACH" >"$DIR/diff.log" 2>&1
+rc=$?
+grep -E '^(CATALOG|DIFFERENT|  C:|  managed:|catalog:)' "$DIR/diff.log" | head -40 | sed 's/^/  /'
+tail -1 "$DIR/diff.log" | sed 's/^/  /'
+if [ $rc -eq 0 ]; then ok "both editions: the same catalog and the same answers"; else
+	not_ok "both editions: the same catalog and the same answers"; fi
+
+# the isolation specs, the managed edition installed in each setup by the
+# owner (pg_read_file of the statements, as the superuser the specs run as)
+mkdir -p "$DIR/iso/specs" "$DIR/iso/expected" "$DIR/iso/out"
+/usr/bin/python3 "$ROOT/managed/build.py" --body >"$DIR/iso/managed.sql"
+# the C edition's expected output, and where the editions differ as
+# docs/managed.md says (token numbers after a wait; PostgreSQL's own
+# message for a write under REPEATABLE READ), the managed one beside it
+cp "$ROOT"/test/isolation/expected/*.out "$ROOT"/test/managed/isolation/expected/*.out "$DIR/iso/expected/"
+install_sql="DO \$m\$ DECLARE body text := pg_catalog.pg_read_file('$DIR/iso/managed.sql'); BEGIN EXECUTE pg_catalog.format('GRANT CREATE ON DATABASE %I TO idem_owner', pg_catalog.current_database()); GRANT CREATE ON SCHEMA public TO idem_owner; SET ROLE idem_owner; EXECUTE body; RESET ROLE; RESET search_path; RESET check_function_bodies; RESET client_min_messages; END \$m\$;"
+uninstall_sql="DROP SCHEMA idem_gate, idem_gate_call CASCADE; DO \$m\$ DECLARE f regprocedure; BEGIN FOR f IN SELECT p.oid FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace AND p.proname LIKE 'idem\\_%' LOOP EXECUTE 'DROP FUNCTION ' || f; END LOOP; END \$m\$;"
+specs=()
+for spec in "$ROOT"/test/isolation/specs/*.spec; do
+	name=$(basename "$spec" .spec)
+	# keyed workflows need the C edition's secret file (docs/managed.md)
+	grep -q 'keyed' "$spec" && continue
+	specs+=("$name")
+	awk -v ins="$install_sql" -v un="$uninstall_sql" '
+		/CREATE EXTENSION idem_gate;/ { sub(/CREATE EXTENSION idem_gate;/, ins) }
+		/DROP EXTENSION idem_gate;/ { sub(/DROP EXTENSION idem_gate;/, un) }
+		{ print }' "$spec" >"$DIR/iso/specs/$name.spec"
+done
+chown -R postgres "$DIR"
+chmod -R a+rX "$DIR"
+$AS_PG "$BIN/../lib/pgxs/src/test/isolation/pg_isolation_regress" \
+	--host=127.0.0.1 --port="$MPORT" --user=postgres --inputdir="$DIR/iso" --outputdir="$DIR/iso/out" \
+	--dbname=idem_iso_managed "${specs[@]}" >"$DIR/iso.log" 2>&1
+grep -E '^(test|ok|not ok)' "$DIR/iso.log" | sed 's/^/  /'
+n=$(grep -cE '^(ok|not ok)' "$DIR/iso.log")
+bad=$(grep -cE '^not ok' "$DIR/iso.log")
+if [ "$n" -eq "${#specs[@]}" ] && [ "$bad" -eq 0 ]; then ok "the isolation specs (${#specs[@]}), managed edition"; else
+	cat "$DIR/iso/out/regression.diffs" 2>/dev/null | head -80
+	not_ok "the isolation specs, managed edition ($bad of ${#specs[@]} differ)"; fi
+
+# canonical JSON: the C edition's suite, against the managed edition
+if [ -x "$(command -v node)" ]; then
+	PGDATABASE=idem_managed PGUSER=idem_owner IDEM_EDITION=managed bash "$ROOT/test/suites/20_jcs.sh" >"$DIR/jcs.log" 2>&1
+	rc=$?
+	tail -3 "$DIR/jcs.log" | sed 's/^/  /'
+	if [ $rc -eq 0 ]; then ok "the canonical-JSON suite, managed edition"; else
+		grep -E '^not ok' "$DIR/jcs.log" | head -20; not_ok "the canonical-JSON suite, managed edition"; fi
+else
+	not_ok "node is needed for the canonical-JSON suite (scripts/deps.sh --with-node)"
+fi
+
+# moving to the C extension (managed/to_extension.sql), from a filled
+# database: every claim, audit row and grant arrives, tokens keep growing
+su_sql -d idem_managed -c "CREATE ROLE idem_n8n LOGIN" -c "GRANT USAGE ON SCHEMA idem_gate TO idem_n8n" \
+	-c "GRANT EXECUTE ON FUNCTION idem_claim_ex(text, text, interval, text, text) TO idem_n8n" \
+	-c "GRANT SELECT (workflow, key, state) ON idem_gate.claims TO idem_n8n" >/dev/null
+owner_sql -d idem_managed >/dev/null <<'SQL'
+SELECT idem_claim('mv_new', 'move');
+SELECT idem_claim('mv_done', 'move'); SELECT idem_complete('mv_done', 'move', NULL, '{"charge": "ch_1"}');
+SELECT idem_claim('mv_failed', 'move'); SELECT idem_fail('mv_failed', 'move', NULL, 'before', true);
+SELECT idem_claim('mv_review', 'move'); SELECT idem_fail('mv_review', 'move', NULL, 'after', false);
+SELECT idem_resolve('mv_review', 'move', 'completed', '{"by": "ops"}', 'checked', 'ann');
+SELECT idem_claim('mv_gone', 'move'); SELECT idem_release('mv_gone', 'move', 'mistake', 'bob');
+SELECT token FROM idem_claim_ex('mv_fenced', 'move', NULL, 'fp', 'run-1', '{"a": 1}');
+INSERT INTO idem_gate.policies (workflow, retention, receipt_retention) VALUES ('move', '40 days', '10 days');
+SELECT idem_gate.grant_workflow('idem_n8n', 'move%');
+SQL
+claims_q="SELECT string_agg(format('%s/%s %s a%s t%s %s %s %s %s %s %s', workflow, key, state, attempt, token, result,
+	last_error, token_issued, fingerprint, execution_id, payload), E'\n' ORDER BY workflow, key) FROM idem_gate.claims"
+audit_q="SELECT string_agg(format('%s %s %s %s %s %s %s %s %s', id, at, action, workflow, key, state_before, state_after,
+	reason, actor), E'\n' ORDER BY id) FROM idem_gate.audit"
+rest_q="SELECT (SELECT string_agg(format('%s %s %s', workflow, retention, receipt_retention), ',') FROM idem_gate.policies),
+	(SELECT string_agg(format('%s %s', role, pattern), ',') FROM idem_gate.workflow_acl)"
+claims_before=$(su_sql -d idem_managed -c "$claims_q")
+audit_before=$(su_sql -d idem_managed -c "$audit_q")
+rest_before=$(su_sql -d idem_managed -c "$rest_q")
+max_token=$(su_sql -d idem_managed -c "SELECT max(token) FROM idem_gate.claims")
+if su_sql -d idem_managed -f "$ROOT/managed/to_extension.sql" >"$DIR/move.log" 2>&1; then
+	ok "managed/to_extension.sql moves the database to the C extension"
+else
+	cat "$DIR/move.log"
+	not_ok "managed/to_extension.sql moves the database to the C extension"
+fi
+check "... which is installed, at 1.3" "$(su_sql -d idem_managed -c "SELECT extversion FROM pg_extension WHERE extname = 'idem_gate'")" "1.3"
+check "... with no managed function left" "$(su_sql -d idem_managed -c "SELECT count(*) FROM pg_namespace WHERE nspname IN ('idem_gate_call', 'idem_gate_moving')")" "0"
+check "every claim, as it was" "$(su_sql -d idem_managed -c "$claims_q")" "$claims_before"
+check "every audit row, as it was" "$(su_sql -d idem_managed -c "$audit_q")" "$audit_before"
+check "the policies and workflow grants" "$(su_sql -d idem_managed -c "$rest_q")" "$rest_before"
+check "the next token is larger than every one handed out" \
+	"$(su_sql -d idem_managed -c "SELECT token > $max_token FROM idem_claim_ex('mv_after', 'move')")" "t"
+check "a role's grants are given again on the extension's objects" \
+	"$(psql -X -q -At -U idem_n8n -d idem_managed -c "SELECT outcome FROM idem_claim_ex('mv_done', 'move')" \
+		-c "SELECT count(*) FROM idem_gate.claims WHERE workflow = 'move'")" "$(printf 'completed\n6')"
+check "a second move is refused" "$(err_msg -d idem_managed -f "$ROOT/managed/to_extension.sql")" \
+	"this database holds idem_gate, the C extension, already"
