@@ -93,6 +93,14 @@ RESET ROLE;
 SELECT idem_complete('b1', 'bulk', t.token, '{"ok": true}') FROM idem_claim_ex('b1', 'bulk') t;
 SET ROLE regress_bk_ops;
 SELECT bk_detail($$SELECT idem_resolve('b1', 'bulk', 'retry', NULL, 'late', 'carol')$$);
+-- in bulk, who decided an already_decided key is its history's newest
+-- operator row (docs/reference.md, Bulk decisions): b4 by alice, b5 by none
+SELECT r.ord, r.key, r.outcome, h.actor AS decided_by, h.at IS NOT NULL AS decided_at
+FROM idem_resolve_many(ARRAY['b4', 'b5'], 'bulk', 'retry', NULL, 'late', 'carol') AS r
+LEFT JOIN LATERAL (SELECT actor, at FROM idem_gate.history(r.key, 'bulk')
+                   WHERE action <> 'escalate' ORDER BY at DESC LIMIT 1) AS h
+       ON r.outcome = 'already_decided'
+ORDER BY r.ord;
 RESET ROLE;
 -- the answer shows none of what was stored: no token, reason or receipt
 SELECT count(*) AS leaks FROM idem_gate.audit a, LATERAL (SELECT bk_detail(
