@@ -165,11 +165,16 @@ idem_fail(PG_FUNCTION_ARGS)
 	ig_store_begin(&st, &call);
 	owner_finish(fcinfo, &st, "fail", "idem_fail()", false,
 				 retryable ? IG_FAILED_RETRYABLE : IG_NEEDS_REVIEW, &row);
-	/* the claim enters the inbox: announce it, once, with this transaction */
+	/*
+	 * the claim enters the inbox: announce it, once, with this transaction.
+	 * A failing claim is announced at the max_attempts-th failure only: the
+	 * failures after it are the same reason, which the digest reports, so a
+	 * sender that retries for days does not flood the chat.
+	 */
 	if (!retryable)
 		(void) ig_alert_announce(call.workflow_str, "needs_review",
 								 GetCurrentTimestamp());
-	else if (row.attempt >= ig_claim_max_attempts)
+	else if (row.attempt == ig_claim_max_attempts)
 		(void) ig_alert_announce(call.workflow_str, "failing",
 								 GetCurrentTimestamp());
 	ig_store_close(&st);
