@@ -84,9 +84,11 @@ export const INBOX_SQL = {
   // is, the one of that workflow and reason whose last change is nearest to
   // the alert's time (idem_fail's needs_review and failing are announced as
   // they are written; a stuck claim's last change is older, and the nearest
-  // is then the newest stuck one), and how many wait in that workflow
+  // is then the newest stuck one), how many wait in that workflow, and
+  // whether the inbox's role may see that workflow at all (per-workflow
+  // access): an alert about one it may not see is not posted
   alertItem:
-    'SELECT $1::text AS workflow, $2::text AS reason,\n' +
+    'SELECT $1::text AS workflow, $2::text AS reason, idem_gate.workflow_visible($1::text) AS visible,\n' +
     '       i.key, i.attempt, floor(extract(epoch FROM now() - i.since)) AS age_s,\n' +
     '       (SELECT count(*)::int FROM idem_gate.inbox AS j WHERE j.workflow = $1::text) AS waiting\n' +
     'FROM (SELECT 1) AS one\n' +
@@ -355,6 +357,9 @@ const ALERT_MESSAGE = String.raw`
 const s = $('Settings').first().json;
 const a = $('Alert or digest?').first().json.payload ?? {};
 const i = $input.first().json;
+// a workflow the inbox's role may not see: its link would open a 403, and
+// nobody here can act on it; the team whose inbox sees it gets the alert
+if (i.visible === false) return [];
 const base = s.inbox_url;
 const u = (o) => base + '?' + Object.entries(o).map(([k, v]) => encodeURIComponent(k) + '=' + encodeURIComponent(String(v))).join('&');
 const age = (x) => { x = Math.floor(Number(x) || 0); return x < 90 ? x + ' s' : x < 5400 ? Math.floor(x / 60) + ' min' : Math.floor(x / 3600) + ' h'; };

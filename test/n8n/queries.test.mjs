@@ -494,7 +494,13 @@ inboxTest('the alerts\' queries as the operator role: the alerted item, the dige
   const find = node('Find the item');
   const values = evaluate(find.parameters.options.queryReplacement, { json: { channel: 'idem_gate_alert', payload: { workflow: 'orders', reason: 'needs_review', at } } });
   const [[i]] = await db.multi(pgp.helpers.concat([{ query: find.parameters.query, values, options: { partial: true } }]));
-  eq([i.key, i.attempt], [K('alert'), 1], 'the alerted item');
+  eq([i.key, i.attempt, i.visible], [K('alert'), 1, true], 'the alerted item');
+  // an alert about a workflow the role may not see: not visible, nothing of it shown (Alert message posts nothing)
+  const hv = evaluate(find.parameters.options.queryReplacement, { json: { channel: 'idem_gate_alert', payload: { workflow: 'idem-ci-hidden', reason: 'stuck', at } } });
+  const [[hidden]] = await db.multi(pgp.helpers.concat([{ query: find.parameters.query, values: hv, options: { partial: true } }]));
+  eq([hidden.visible, hidden.key, hidden.waiting], [false, null, 0], 'an alert of a workflow not granted');
+  const msg = node('Alert message').parameters.jsCode;
+  assert(/if \(i\.visible === false\) return \[\];/.test(msg), 'Alert message posts nothing for a workflow the role may not see');
   const dig = node('Inbox summary');
   const [[d]] = await db.multi(pgp.helpers.concat([{ query: dig.parameters.query, values: evaluate(dig.parameters.options.queryReplacement, { json: {} }), options: { partial: true } }]));
   assert(d.total >= 1 && d.groups.some((g) => g.workflow === 'orders' && g.reason === 'needs_review') && !d.groups.some((g) => g.workflow === 'idem-ci-hidden'), `digest ${JSON.stringify(d)}`);
