@@ -11,6 +11,8 @@
 #   inbox-e  the alerts after a PostgreSQL restart (the digest)
 #   inbox-f  a team through nginx (examples/nginx/inbox.conf): two operators,
 #            each named in the history; a forged identity header refused
+#   inbox-g  alerts: a claim failing 6 times announced once; none for a
+#            workflow the inbox role may not see
 # Debian's chromium (apt-get install chromium) through puppeteer-core from the
 # npm registry, which downloads no browser.  Needs idem_gate 1.2 (idem_gate.inbox).
 #

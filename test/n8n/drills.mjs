@@ -869,7 +869,7 @@ try {
     }
   }
   recordEditorImport();
-  if (HAS_INBOX && [...'abcdef'].some((x) => want(`inbox-${x}`))) {
+  if (HAS_INBOX && [...'abcdefg'].some((x) => want(`inbox-${x}`))) {
     const { inboxDrills } = await import('./inbox-browser.mjs');
     const { startProxy } = await import('./proxy.mjs');
     proxy = await startProxy({ root: ROOT, work: WORK, port: PROXY_PORT, base: BASE, secret: PROXY_SECRET, operators: OPERATORS, log });

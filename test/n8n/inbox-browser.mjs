@@ -29,6 +29,9 @@
 //            proxy is replaced by the signed-in person's; a request straight
 //            to n8n (no proxy secret, a forged name) is 403 and changes
 //            nothing; a form token is bound to its person.
+//   inbox-g  alerts a person can act on: a claim failing 6 times (max_attempts
+//            5) is announced once; a claim of a workflow the inbox's role
+//            may not see is announced to nobody in this chat.
 //
 // Every page is opened through the proxy (ctx.INBOX), signed in as alice
 // (ctx.login), or bob (ctx.login2) where a second operator acts.
@@ -89,7 +92,7 @@ export async function inboxDrills(ctx) {
     },
   };
   try {
-    for (const [name, fn] of [['inbox-a', drillA], ['inbox-b', drillB], ['inbox-c', drillC], ['inbox-d', drillD], ['inbox-e', drillE], ['inbox-f', drillF]]) {
+    for (const [name, fn] of [['inbox-a', drillA], ['inbox-b', drillB], ['inbox-c', drillC], ['inbox-d', drillD], ['inbox-e', drillE], ['inbox-f', drillF], ['inbox-g', drillG]]) {
       if (!want(name)) continue;
       const t0 = Date.now();
       try {
@@ -475,4 +478,27 @@ async function drillF(t) {
       `straight to n8n ${JSON.stringify(direct)}, claim ${before?.state}/${before?.attempt} -> ${after?.state}/${after?.attempt}, history rows ${h2.length} -> ${h2after.length}; ` +
       `no sign-in at the proxy ${noName.status}, the secret without a name ${noNameDirect.status}`,
     pass, 0, 0);
+}
+
+// ------------------------------------------------------------------ inbox-g --
+async function drillG(t) {
+  const since = Date.now();
+  const key = 'evt-fail-6';
+  // six failures before the side effect, each a delivery the sender retried
+  for (let i = 0; i < 6; i++) await failedClaim(t, key, t.order(key), 'Side effect: connect ECONNREFUSED', true);
+  const [c] = await t.q("SELECT attempt, state::text AS state FROM idem_gate.claims WHERE workflow = 'orders' AND key = $1", [key]);
+  // a needs_review claim of a workflow the inbox's role may not see, then
+  // one of orders after it: when that one has arrived, the first would have
+  await failedClaim(t, 'evt-hidden-g', { id: 'evt-hidden-g', customer_id: 'c', order_ref: 'r', amount: { value: 1 } }, 'Side effect: timeout', false, 'orders-by-fields');
+  await failedClaim(t, 'evt-after-g', t.order('evt-after-g'), 'Side effect: timeout', false);
+  const after = await t.chat.waitFor((m) => m.text.includes('evt-after-g'), 30000, since);
+  await sleep(3000);
+  const mine = t.chat.messages.filter((m) => m.at >= since && m.text.includes(key));
+  const hidden = t.chat.messages.filter((m) => m.at >= since && m.text.includes('orders-by-fields') && !m.text.startsWith(':inbox_tray:'));
+  for (const [k, w] of [[key, 'orders'], ['evt-hidden-g', 'orders-by-fields'], ['evt-after-g', 'orders']])
+    await t.q('SELECT idem_release($1, $2, \'alert drill over\', \'e2e\')', [k, w]);
+  t.record('inbox-g', 'alerts a person can act on: a claim failing 6 times (max_attempts 5) is announced once; an alert of a workflow the inbox\'s role may not see is not posted',
+    `claim ${c?.state} attempt ${c?.attempt}; alerts naming it ${mine.length}: ${JSON.stringify(mine.map((m) => m.text.slice(0, 90)))}; ` +
+      `alerts of orders-by-fields ${hidden.length}; the next alert of orders ${after ? 'arrived' : 'missing'}`,
+    c?.attempt === 6 && mine.length === 1 && /failing/.test(mine[0].text) && hidden.length === 0 && !!after, 0, 0);
 }
