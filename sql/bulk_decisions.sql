@@ -65,6 +65,82 @@ SELECT workflow, key, state FROM idem_gate.claims ORDER BY workflow, key;
 SELECT action, workflow, key, actor FROM idem_gate.audit
  WHERE workflow IN ('bulk', 'other') ORDER BY id;
 
+-- "already decided" names who decided and when (errdetail; the time is
+-- masked here), never the token, the reason or the receipt
+CREATE FUNCTION bk_detail(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	st text; msg text; det text; hint text;
+BEGIN
+	EXECUTE q;
+	RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
+		det = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
+	RETURN st || ': ' || msg || E'\n  DETAIL: ' || coalesce(regexp_replace(nullif(det, ''),
+		'\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?[+-]\d\d', 'TIME', 'g'), '(none)') ||
+		E'\n  HINT: ' || coalesce(nullif(hint, ''), '(none)');
+END $$;
+GRANT EXECUTE ON FUNCTION bk_detail(text) TO PUBLIC;
+SET ROLE regress_bk_ops;
+-- b4 was resolved completed by alice; b3 released by bob; b5 completed by
+-- its run, which no operator decided
+SELECT bk_detail($$SELECT idem_resolve('b4', 'bulk', 'retry', NULL, 'late', 'carol')$$);
+SELECT bk_detail($$SELECT idem_resolve('b3', 'bulk', 'retry', NULL, 'late', 'carol')$$);
+SELECT bk_detail($$SELECT idem_resolve('b5', 'bulk', 'retry', NULL, 'late', 'carol')$$);
+-- a later change than the operator's is said as well: b1, released by
+-- bob, then claimed again and completed by a run
+RESET ROLE;
+SELECT idem_complete('b1', 'bulk', t.token, '{"ok": true}') FROM idem_claim_ex('b1', 'bulk') t;
+SET ROLE regress_bk_ops;
+SELECT bk_detail($$SELECT idem_resolve('b1', 'bulk', 'retry', NULL, 'late', 'carol')$$);
+-- in bulk, who decided an already_decided key is its history's newest
+-- operator row (docs/reference.md, Bulk decisions): b4 by alice, b5 by none
+SELECT r.ord, r.key, r.outcome, h.actor AS decided_by, h.at IS NOT NULL AS decided_at
+FROM idem_resolve_many(ARRAY['b4', 'b5'], 'bulk', 'retry', NULL, 'late', 'carol') AS r
+LEFT JOIN LATERAL (SELECT actor, at FROM idem_gate.history(r.key, 'bulk')
+                   WHERE action <> 'escalate' ORDER BY at DESC LIMIT 1) AS h
+       ON r.outcome = 'already_decided'
+ORDER BY r.ord;
+RESET ROLE;
+-- the answer shows none of what was stored: no token, reason or receipt
+SELECT count(*) AS leaks FROM idem_gate.audit a, LATERAL (SELECT bk_detail(
+	format('SELECT idem_resolve(%L, %L, %L)', a.key, a.workflow, 'retry')) AS d) x
+ WHERE a.workflow = 'bulk' AND (x.d ~ ('(^|[^0-9a-z_])' || a.token || '([^0-9]|$)')
+	OR strpos(x.d, a.reason) > 0 OR x.d LIKE '%hand%');
+
+-- a replay has a record of its own: idem_replay() records who and why,
+-- and answers the stored payload the page sends to the gate
+GRANT EXECUTE ON FUNCTION idem_replay(text, text, text, text) TO regress_bk_ops;
+SELECT idem_fail(k, w, t.token, 'downstream 503', true)
+  FROM (VALUES ('r1', 'bulk', '{"order": 1}'::jsonb), ('r2', 'bulk', NULL), ('x3', 'other', '{"order": 3}')) v(k, w, p),
+	LATERAL idem_claim_ex(k, w, NULL, NULL, 'run-' || k, p) t;
+SELECT outcome FROM idem_claim_ex('r3', 'bulk', NULL, NULL, 'run-r3', '{"order": 3}');
+SET ROLE regress_bk_ops;
+SELECT idem_replay('r1', 'bulk', 'the sender cannot resend', 'alice');
+SELECT action, actor, reason, state_before, state_after FROM idem_gate.history('r1', 'bulk');
+-- refused before anything is sent, nothing recorded: no payload kept, a
+-- claim in another state (processing, needs_review, completed), no claim,
+-- another team's workflow, bad arguments
+SELECT bk_detail($$SELECT idem_replay('r2', 'bulk', 'again', 'alice')$$);
+SELECT bk_detail($$SELECT idem_replay('r3', 'bulk', 'again', 'alice')$$);
+SELECT bk_detail($$SELECT idem_replay('b6', 'bulk', 'again', 'alice')$$);
+SELECT bk_detail($$SELECT idem_replay('b4', 'bulk', 'again', 'alice')$$);
+SELECT bk_detail($$SELECT idem_replay('b3', 'bulk', 'again', 'alice')$$);
+SELECT bk_detail($$SELECT idem_replay('nope', 'bulk', 'again', 'alice')$$);
+SELECT bk_detail($$SELECT idem_replay('x3', 'other', 'again', 'alice')$$);
+SELECT bk_detail($$SELECT idem_replay(NULL, 'bulk', 'again', 'alice')$$);
+SELECT bk_detail($$SELECT idem_replay('r1', '', 'again', 'alice')$$);
+RESET ROLE;
+-- without EXECUTE: refused
+SET ROLE regress_bk_half;
+SELECT bk_detail($$SELECT idem_replay('r1', 'bulk', 'again', 'mallory')$$);
+RESET ROLE;
+SELECT action, key, actor FROM idem_gate.audit WHERE action = 'replay' ORDER BY id;
+-- only the known actions can be recorded
+SELECT split_part(bk_detail($$INSERT INTO idem_gate.audit (at, session_role, acting_role, action, workflow, key, state_before, token)
+	VALUES (now(), current_user, current_user, 'replayed', 'bulk', 'r1', 'failed_retryable', 1)$$), E'\n', 1);
+DROP FUNCTION bk_detail(text);
+
 -- the inbox filtered and paged as docs/reference.md shows: by workflow,
 -- reason, age and key prefix, in (since, workflow, key) order, each page
 -- starting after the last row of the one before; two claims share a since

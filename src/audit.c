@@ -23,6 +23,8 @@
 #include "access/htup_details.h"
 #include "funcapi.h"
 #include "utils/datum.h"
+#include "lib/stringinfo.h"
+#include "utils/array.h"
 #include "utils/timestamp.h"
 
 #include "audit.h"
@@ -112,6 +114,75 @@ ig_audit_record(IgCall *call, const char *action, IgState before,
 
 	if (SPI_execute_plan(audit_plan, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record the audit row");
+}
+
+/*
+ * Who last acted on the claim of call, for the answer to an operator who
+ * comes second ("already decided"): the newest operator row of the audit
+ * trail (resolve, release, replay; the janitor's escalations decide
+ * nothing), as a sentence naming the action, the person and the time.
+ * changed_at, when not 0, is the claim's last change: a later change than
+ * the action is said as well, and without an operator's row the sentence
+ * says only that time (NULL when there is neither).  Only who, what and
+ * when: never the token, the reason or anything else stored.
+ */
+char *
+ig_audit_last_decision(IgCall *call, TimestampTz changed_at)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTARRAYOID};
+	Datum		values[2];
+	Datum		row[7];
+	bool		nulls[7];
+	StringInfoData buf;
+	TimestampTz at;
+
+	if (!OidIsValid(get_relname_relid("audit",
+									  get_namespace_oid("idem_gate", false))))
+		return NULL;
+	ig_call_guard_table(call, IG_TABLE_AUDIT, false);
+	values[0] = call->workflow;
+	values[1] = call->keyed == NULL ?
+		PointerGetDatum(construct_array(&call->key, 1, TEXTOID, -1, false, TYPALIGN_INT)) :
+		PointerGetDatum(construct_array(call->keyed->form, call->keyed->n, TEXTOID,
+										-1, false, TYPALIGN_INT));
+	ig_call_spi(call);
+	if (SPI_execute_with_args("SELECT a.at, a.action, a.actor, a.session_role::pg_catalog.text,"
+							  " a.acting_role::pg_catalog.text,"
+							  " a.state_before::pg_catalog.text, a.state_after::pg_catalog.text"
+							  " FROM ONLY idem_gate.audit a"
+							  " WHERE a.workflow OPERATOR(pg_catalog.=) $1"
+							  " AND a.key OPERATOR(pg_catalog.=) ANY ($2)"
+							  " AND a.action OPERATOR(pg_catalog.<>) 'escalate'"
+							  " ORDER BY a.id DESC LIMIT 1",
+							  2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read idem_gate.audit");
+	if (SPI_processed == 0)
+		return changed_at == 0 ? NULL :
+			psprintf("No operator has acted on it; it last changed at %s.",
+					 timestamptz_to_str(changed_at));
+	heap_deform_tuple(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, row, nulls);
+	at = DatumGetTimestampTz(row[0]);
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "The last operator action on it was %s",
+					 TextDatumGetCString(row[1]));
+	if (!nulls[5] && !nulls[6])
+		appendStringInfo(&buf, " (%s to %s)", TextDatumGetCString(row[5]),
+						 TextDatumGetCString(row[6]));
+	appendStringInfoString(&buf, " by ");
+	if (!nulls[2])
+		appendStringInfo(&buf, "%s (role %s)",
+						 ig_display(TextDatumGetCString(row[2])),
+						 TextDatumGetCString(row[3]));
+	else
+		appendStringInfo(&buf, "role %s", TextDatumGetCString(row[3]));
+	if (strcmp(TextDatumGetCString(row[3]), TextDatumGetCString(row[4])) != 0)
+		appendStringInfo(&buf, " as %s", TextDatumGetCString(row[4]));
+	appendStringInfo(&buf, " at %s.", timestamptz_to_str(at));
+	if (changed_at != 0 && changed_at > at)
+		appendStringInfo(&buf, " The claim changed since, at %s.",
+						 timestamptz_to_str(changed_at));
+	return buf.data;
 }
 
 /*

@@ -348,15 +348,16 @@ ig_call_end(IgCall *call)
 	SetUserIdAndSecContext(call->save_userid, call->save_sec_context);
 }
 
-/* Raise the "no claim exists" error. */
+/* Raise the "no claim exists" error; detail (or NULL) says what became of it. */
 void
-ig_call_error_no_claim(IgCall *call, const char *verb)
+ig_call_error_no_claim(IgCall *call, const char *verb, const char *detail)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_NO_DATA_FOUND),
 			 errmsg("cannot %s key \"%s\" in workflow \"%s\": no claim exists",
 					verb, ig_display(call->key_str),
 					ig_display(call->workflow_str)),
+			 detail ? errdetail("%s", detail) : 0,
 			 errhint("Claim the key with idem_claim() or idem_claim_ex() first; completed and failed claims are deleted once their retention has passed.")));
 }
 
@@ -398,10 +399,11 @@ ig_call_error_token_required(IgCall *call, const char *fname)
 
 /*
  * Raise the "transition not allowed" error, with a hint that fits the
- * state the claim is in.
+ * state the claim is in; detail (or NULL) names who decided it and when.
  */
 void
-ig_call_error_state(IgCall *call, const char *verb, IgState state)
+ig_call_error_state(IgCall *call, const char *verb, IgState state,
+					const char *detail)
 {
 	const char *hint;
 
@@ -420,7 +422,10 @@ ig_call_error_state(IgCall *call, const char *verb, IgState state)
 				hint = "Claim the key again with idem_claim() or idem_claim_ex() before recording an outcome.";
 			break;
 		default:
-			hint = "Only needs_review and processing claims can be resolved.";
+			if (strcmp(verb, "replay") == 0)
+				hint = "Only a failed_retryable claim is replayed: a processing claim's run may still finish it.";
+			else
+				hint = "Only needs_review and processing claims can be resolved.";
 			break;
 	}
 	ereport(ERROR,
@@ -429,6 +434,7 @@ ig_call_error_state(IgCall *call, const char *verb, IgState state)
 					verb, ig_display(call->key_str),
 					ig_display(call->workflow_str),
 					ig_state_names[state]),
+			 detail ? errdetail("%s", detail) : 0,
 			 errhint("%s", hint)));
 }
 

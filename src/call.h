@@ -60,8 +60,10 @@ extern int64 ig_call_duration_arg(FunctionCallInfo fcinfo, int argno,
 								  const char *what);
 
 /* errors */
-extern void ig_call_error_no_claim(IgCall *call, const char *verb);
-extern void ig_call_error_state(IgCall *call, const char *verb, IgState state);
+extern void ig_call_error_no_claim(IgCall *call, const char *verb,
+								   const char *detail);
+extern void ig_call_error_state(IgCall *call, const char *verb, IgState state,
+								const char *detail);
 extern void ig_call_error_stale_token(IgCall *call, int64 token, IgState state,
 									  int attempt);
 extern void ig_call_error_token_required(IgCall *call, const char *fname);

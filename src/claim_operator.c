@@ -2,8 +2,9 @@
  *
  * claim_operator.c
  *	  What an operator does with a claim the gate cannot decide:
- *	  idem_resolve and idem_release, which name the person and are recorded
- *	  in idem_gate.audit, and the reads idem_status and idem_gate.history.
+ *	  idem_resolve, idem_release and idem_replay, which name the person and
+ *	  are recorded in idem_gate.audit, and the reads idem_status and
+ *	  idem_gate.history.
  *
  * An operator acts on any claim, without its token: the decision is a
  * person's, and the audit trail keeps who made it (the session and acting
@@ -21,6 +22,7 @@
 #include "utils/builtins.h"
 #include "utils/array.h"
 #include "utils/datum.h"
+#include "utils/typcache.h"
 
 #include "audit.h"
 #include "claim.h"
@@ -80,9 +82,11 @@ idem_resolve(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 		ig_claim_probe(&st, &row, false);
 		if (!row.found)
-			ig_call_error_no_claim(&call, "resolve");
+			ig_call_error_no_claim(&call, "resolve",
+								   ig_audit_last_decision(&call, 0));
 		if (row.state != IG_PROCESSING && row.state != IG_NEEDS_REVIEW)
-			ig_call_error_state(&call, "resolve", row.state);
+			ig_call_error_state(&call, "resolve", row.state,
+								ig_audit_last_decision(&call, row.updated_at));
 		before = row.state;
 		if (ig_store_resolve(&st, &row, complete,
 							 PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3),
@@ -138,6 +142,66 @@ idem_release(PG_FUNCTION_ARGS)
 	if (row.found)
 		ig_stats_count(IG_STAT_RELEASES);
 	PG_RETURN_BOOL(row.found);
+}
+
+/*
+ * idem_replay(key, workflow [, reason [, actor]]): an operator sends a
+ * failed_retryable claim's stored payload to the gate again, as a
+ * redelivery, because its sender cannot.  The gate changes nothing here:
+ * the redelivery claims the key as any delivery would.  This records the
+ * decision in idem_gate.audit (the state before and after are the same)
+ * and answers the payload to send, so that the replay has a record of
+ * its own and a claim that cannot be replayed is refused before anything
+ * is sent: no claim (P0002), another state or no payload kept (55000).
+ * Per-workflow access is checked as for idem_resolve().
+ */
+PG_FUNCTION_INFO_V1(idem_replay);
+
+Datum
+idem_replay(PG_FUNCTION_ARGS)
+{
+	IgCall		call;
+	IgStore		st;
+	IgRow		row;
+	HeapTuple	tuple;
+	TupleDesc	desc;
+	Datum		payload = (Datum) 0;
+	bool		isnull = true;
+	MemoryContext old;
+
+	ig_call_begin(fcinfo, &call, "idem_replay()", true);
+	ig_store_begin(&st, &call);
+	ig_claim_probe(&st, &row, false);
+	if (!row.found)
+		ig_call_error_no_claim(&call, "replay", ig_audit_last_decision(&call, 0));
+	if (row.state != IG_FAILED_RETRYABLE)
+		ig_call_error_state(&call, "replay", row.state,
+							ig_audit_last_decision(&call, row.updated_at));
+	tuple = ig_store_status(&st);
+	if (tuple != NULL)
+	{
+		desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(tuple->t_data),
+									  HeapTupleHeaderGetTypMod(tuple->t_data));
+		for (int i = 0; i < desc->natts; i++)
+			if (strcmp(NameStr(TupleDescAttr(desc, i)->attname), "payload") == 0)
+				payload = heap_getattr(tuple, i + 1, desc, &isnull);
+		ReleaseTupleDesc(desc);
+	}
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot replay key \"%s\" in workflow \"%s\": no payload is kept",
+						ig_display(call.key_str), ig_display(call.workflow_str)),
+				 errdetail("Only a claim whose delivery's payload was kept can be replayed: the gate keeps it when the delivery passes it and it fits in idem_gate.max_payload_bytes."),
+				 errhint("Ask the sender to deliver the event again.")));
+	old = MemoryContextSwitchTo(call.callcxt);
+	payload = PointerGetDatum(PG_DETOAST_DATUM_COPY(payload));
+	MemoryContextSwitchTo(old);
+	ig_audit_record(&call, "replay", row.state, true, row.state, row.token,
+					reason_arg(fcinfo, 2), reason_arg(fcinfo, 3));
+	ig_store_close(&st);
+	ig_call_end(&call);
+	PG_RETURN_DATUM(payload);
 }
 
 /*

@@ -39,7 +39,7 @@ owner_read(IgStore *st, const char *verb, const char *fname,
 
 	ig_claim_probe(st, row, true);
 	if (!row->found)
-		ig_call_error_no_claim(call, verb);
+		ig_call_error_no_claim(call, verb, NULL);
 	if (has_token && row->token != token)
 		ig_call_error_stale_token(call, token, row->state, row->attempt);
 	if (!has_token && row->token_issued)
@@ -47,7 +47,7 @@ owner_read(IgStore *st, const char *verb, const char *fname,
 	if (row->state == IG_COMPLETED && completed_ok)
 		return false;
 	if (row->state != IG_PROCESSING)
-		ig_call_error_state(call, verb, row->state);
+		ig_call_error_state(call, verb, row->state, NULL);
 	return true;
 }
 
@@ -103,7 +103,7 @@ idem_heartbeat(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 		ig_claim_probe(&st, &row, false);
 		if (!row.found)
-			ig_call_error_no_claim(&call, "heartbeat");
+			ig_call_error_no_claim(&call, "heartbeat", NULL);
 		owns = (row.state == IG_PROCESSING && row.token == token);
 		if (!owns)
 		{
@@ -165,11 +165,16 @@ idem_fail(PG_FUNCTION_ARGS)
 	ig_store_begin(&st, &call);
 	owner_finish(fcinfo, &st, "fail", "idem_fail()", false,
 				 retryable ? IG_FAILED_RETRYABLE : IG_NEEDS_REVIEW, &row);
-	/* the claim enters the inbox: announce it, once, with this transaction */
+	/*
+	 * the claim enters the inbox: announce it, once, with this transaction.
+	 * A failing claim is announced at the max_attempts-th failure only: the
+	 * failures after it are the same reason, which the digest reports, so a
+	 * sender that retries for days does not flood the chat.
+	 */
 	if (!retryable)
 		(void) ig_alert_announce(call.workflow_str, "needs_review",
 								 GetCurrentTimestamp());
-	else if (row.attempt >= ig_claim_max_attempts)
+	else if (row.attempt == ig_claim_max_attempts)
 		(void) ig_alert_announce(call.workflow_str, "failing",
 								 GetCurrentTimestamp());
 	ig_store_close(&st);

@@ -5,10 +5,14 @@
 # webhook", "Operate the inbox", "Alerts") as written, then
 #   inbox-a  n8n killed during the side effect -> needs_review -> alert -> the
 #            page -> resolve completed -> a duplicate with that receipt
-#   inbox-b  failing 5 times -> alert -> replay from the page
+#   inbox-b  failing 5 times -> alert -> replay from the page, in the history
 #   inbox-c  resolve retry -> replay; 401, reason, form token, per-workflow access
 #   inbox-d  the list's load time with 100 items
 #   inbox-e  the alerts after a PostgreSQL restart (the digest)
+#   inbox-f  a team through nginx (examples/nginx/inbox.conf): two operators,
+#            each named in the history; a forged identity header refused
+#   inbox-g  alerts: a claim failing 6 times announced once; none for a
+#            workflow the inbox role may not see
 # Debian's chromium (apt-get install chromium) through puppeteer-core from the
 # npm registry, which downloads no browser.  Needs idem_gate 1.2 (idem_gate.inbox).
 #

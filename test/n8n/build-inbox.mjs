@@ -4,18 +4,28 @@
 // the gates, from the descriptions below; the committed JSON files are the
 // product.
 //
-// The inbox is served by n8n itself, behind a Basic Auth credential:
+// The inbox is served by n8n itself, behind a reverse proxy that signs each
+// operator in (docs/security.md "The inbox's sign-in"; examples/nginx/inbox.conf):
+// the proxy sends the person's name in X-Forwarded-User and a shared secret
+// in X-Idem-Gate-Proxy, which the Webhook nodes check with a Header Auth
+// credential, so that n8n answers 403 to a request that did not come
+// through the proxy.  The page takes the actor from that name only:
 //   GET  /webhook/idem-gate/inbox                         the list (?workflow=&reason= filter it)
 //   GET  /webhook/idem-gate/inbox?workflow=W&key=K        one claim: payload, last_error, receipt, history
 //   POST /webhook/idem-gate/inbox  (an HTML form)         action=resolve-completed | resolve-retry |
 //                                                         release | replay, with a reason
 // Its Postgres nodes connect as the operator role (docs/n8n.md run:operator-role),
 // which reads idem_gate.inbox and idem_gate.history() and may call idem_resolve,
-// idem_release and idem_status, for the workflows granted to it.
+// idem_release, idem_replay and idem_status, for the workflows granted to it.
 
 export const INBOX_IDS = { inbox: 'idemGateInbox001', alerts: 'idemGateAlerts01' };
 export const INBOX_PG_CREDENTIAL = { id: 'idemGateInboxPg1', name: 'idem_gate inbox Postgres' };
-export const INBOX_LOGIN_CREDENTIAL = { id: 'idemGateInboxWeb', name: 'idem_gate inbox login' };
+export const INBOX_PROXY_CREDENTIAL = { id: 'idemGateInboxPxy', name: 'idem_gate inbox proxy' };
+// the headers the proxy sets: the shared secret, and the signed-in person
+export const PROXY_SECRET_HEADER = 'X-Idem-Gate-Proxy';
+export const PROXY_USER_HEADER = 'X-Forwarded-User';
+// how long a page's forms may be sent (the form token carries its time)
+export const FORM_TTL_SECONDS = 12 * 3600;
 export const INBOX_PATH = 'idem-gate/inbox';
 // placeholders the docs name: n8n's address (the default of a local n8n: it
 // works as it is there) and the chat's incoming webhook (a host that does not
@@ -66,15 +76,19 @@ export const INBOX_SQL = {
   resolveRetry:
     "SELECT idem_resolve($1::text, $2::text, 'retry', NULL, $3::text, $4::text)::text AS state;",
   release: 'SELECT idem_release($1::text, $2::text, $3::text, $4::text) AS released;',
-  replayRead:
-    'SELECT s.state::text AS state, s.attempt, s.payload FROM idem_status($1::text, $2::text) AS s;',
+  // records the replay (who, why) and answers the payload to send; refuses
+  // a claim that cannot be replayed before anything is sent
+  replay:
+    'SELECT idem_replay($1::text, $2::text, $3::text, $4::text) AS payload;',
   // the alert names a workflow, a reason and a time: the item it most likely
   // is, the one of that workflow and reason whose last change is nearest to
   // the alert's time (idem_fail's needs_review and failing are announced as
   // they are written; a stuck claim's last change is older, and the nearest
-  // is then the newest stuck one), and how many wait in that workflow
+  // is then the newest stuck one), how many wait in that workflow, and
+  // whether the inbox's role may see that workflow at all (per-workflow
+  // access): an alert about one it may not see is not posted
   alertItem:
-    'SELECT $1::text AS workflow, $2::text AS reason,\n' +
+    'SELECT $1::text AS workflow, $2::text AS reason, idem_gate.workflow_visible($1::text) AS visible,\n' +
     '       i.key, i.attempt, floor(extract(epoch FROM now() - i.since)) AS age_s,\n' +
     '       (SELECT count(*)::int FROM idem_gate.inbox AS j WHERE j.workflow = $1::text) AS waiting\n' +
     'FROM (SELECT 1) AS one\n' +
@@ -148,13 +162,20 @@ const pgError = (j) => {
   const message = String((e && typeof e === 'object' ? e.message : e) ?? j?.message ?? 'unknown error');
   const m = /\((\w{5})\)|SQLSTATE[: ]+(\w{5})/.exec(JSON.stringify(j ?? {}));
   const code = (e && typeof e === 'object' && (e.code || e.sqlState)) || j?.code || (m && (m[1] || m[2])) || '';
-  return { message, code: String(code) };
+  // the DETAIL (n8n hands it over as the description): who decided, and when
+  const detail = String((e && typeof e === 'object' && (e.description || e.detail)) || '');
+  // (n8n gives the HINT instead when there is no DETAIL: only the sentence of who decided is kept)
+  return { message, code: String(code), detail: /^(The last operator action|No operator has acted)/.test(detail) ? detail : '' };
 };
+// the proxy named nobody: nothing is shown or done
+const nobody = (status) => out(status, 'Inbox: not signed in', '<h1>Not signed in</h1><p class="notice refused">' +
+  'The proxy in front of this page named no person: sign in through it (docs/n8n.md, Set up the inbox).</p>', '');
 `;
 
 const RENDER_LIST = String.raw`
 const r = $('Read page request').first().json;
 const d = $input.first().json;
+if (!r.actor) return nobody(403);
 if (d.error !== undefined) {
   const e = pgError(d);
   return out(/may not use workflow|42501/.test(e.message + e.code) ? 403 : 500, 'Inbox: error',
@@ -203,6 +224,7 @@ return out(200, 'idem_gate inbox (' + total + ')', body, r.actor);
 const RENDER_ITEM = String.raw`
 const r = $('Read page request').first().json;
 const d = $input.first().json;
+if (!r.actor) return nobody(403);
 const title = r.workflow + ' / ' + r.key;
 if (d.error !== undefined) {
   const e = pgError(d);
@@ -245,7 +267,7 @@ if (c) {
     '<input type="hidden" name="action" value="' + action + '"><input type="hidden" name="workflow" value="' + esc(c.workflow) + '">' +
     '<input type="hidden" name="key" value="' + esc(c.key) + '"><input type="hidden" name="csrf" value="' + esc(r.csrf) + '">' +
     '<h3>' + esc(label) + '</h3><p>' + note + '</p>' + fields +
-    '<label>Reason, recorded with your name<textarea name="reason" rows="2" required></textarea></label>' +
+    '<label>Reason, recorded with your name (' + esc(r.actor) + ')<textarea name="reason" rows="2" required></textarea></label>' +
     '<button type="submit">' + esc(label) + '</button></form>';
   const forms = [];
   if (c.state === 'needs_review' || c.state === 'processing') {
@@ -268,9 +290,11 @@ const CHECK_ACTION = String.raw`
 // the form's fields, checked before anything is changed
 const a = $input.first().json;
 const ACTIONS = ['resolve-completed', 'resolve-retry', 'release', 'replay'];
+const FORM_TTL = ${FORM_TTL_SECONDS};
 let problem = '';
 let receipt = null;
-if (!a.csrf_ok) problem = 'This form does not come from the inbox page of this login: reload the page and submit it again.';
+if (!a.actor) problem = 'The proxy in front of this page named no person: sign in through it.';
+else if (!a.csrf_ok) problem = 'This form does not come from an inbox page shown to ' + a.actor + ' in the last ' + (FORM_TTL / 3600) + ' hours: reload the page and submit it again.';
 else if (!ACTIONS.includes(a.action)) problem = 'Unknown action.';
 else if (!a.workflow || !a.key) problem = 'The form names no claim.';
 else if (!a.reason) problem = 'A reason is required.';
@@ -294,15 +318,20 @@ const title = a.workflow + ' / ' + a.key;
 const back = '<p><a href="' + href({ workflow: a.workflow, key: a.key }) + '">← ' + esc(title) + '</a> · <a href="' + href({ workflow: a.workflow }) + '">the inbox of ' + esc(a.workflow) + '</a></p>';
 const say = (status, cls, head, text) => out(status, head + ': ' + title, '<h1>' + esc(head) + '</h1><p class="notice ' + cls + '">' + text + '</p>' + back, a.actor);
 const label = { 'resolve-completed': 'Resolved as completed', 'resolve-retry': 'Resolved as retry', release: 'Released', replay: 'Replayed' }[a.action] ?? a.action;
-if (a.problem) return say(400, 'refused', 'Refused, nothing was changed', esc(a.problem));
+if (a.problem) return say(a.actor ? 400 : 403, 'refused', 'Refused, nothing was changed', esc(a.problem));
 if (d.error !== undefined && d.statusCode === undefined) {
   const e = pgError(d);
   const m = /the claim is (\w+)/.exec(e.message);
+  // who decided it, and when (the error's DETAIL, from the audit trail)
+  const who = e.detail ? ' <span class="decided-by">' + esc(e.detail) + '</span>' : '';
+  if (a.action === 'replay' && (m || /no payload/.test(e.message) || e.code === '55000' || /no claim|P0002/i.test(e.message + e.code)))
+    return say(409, 'refused', 'Nothing to replay, nothing was changed', esc(e.message) + '.' + who +
+      ' Only a failed_retryable claim with a stored payload is replayed.');
   if (m || e.code === '55000')
     return say(409, 'refused', 'Already decided, nothing was changed', 'The claim is ' + esc(m ? m[1] : 'no longer open') +
-      ': another operator, or an earlier submit of this form, decided it. (' + esc(e.message) + ')');
+      ': another operator, or an earlier submit of this form, decided it.' + who + ' (' + esc(e.message) + ')');
   if (/may not use workflow|42501/.test(e.message + e.code)) return say(403, 'refused', 'Not allowed, nothing was changed', esc(e.message));
-  if (/no claim|P0002/i.test(e.message + e.code)) return say(404, 'refused', 'No such claim, nothing was changed', esc(e.message));
+  if (/no claim|P0002/i.test(e.message + e.code)) return say(404, 'refused', 'No such claim, nothing was changed', esc(e.message) + who);
   return say(400, 'refused', 'Refused, nothing was changed', esc(e.message));
 }
 if (a.action === 'release')
@@ -311,13 +340,12 @@ if (a.action === 'release')
     : say(409, 'refused', 'Nothing to release, nothing was changed', 'There is no claim for this key: it was released already.');
 if (a.action === 'replay') {
   if (d.statusCode === undefined)
-    return say(409, 'refused', 'Nothing to replay, nothing was changed', d.problem ? esc(d.problem) : 'The claim is ' + esc(d.state ?? 'gone') +
-      (d.state === 'failed_retryable' ? ', but no payload is stored' : '') + ': only a failed_retryable claim with a stored payload is replayed.');
+    return say(409, 'refused', 'Nothing to replay, nothing was changed', esc(d.problem || 'The gate was not reached.'));
   const body = typeof d.body === 'string' ? d.body : JSON.stringify(d.body ?? null);
   const outcome = d.headers?.['x-idem-gate-outcome'] ?? '';
   const ok = d.statusCode >= 200 && d.statusCode < 300;
   return say(ok ? 200 : 502, ok ? 'ok' : 'refused', ok ? label : 'Replayed, and the gate failed',
-    'The gate answered <b class="gate-status">' + esc(d.statusCode) + '</b> <code class="gate-outcome">' + esc(outcome) + '</code>: <code class="gate-body">' + esc(body) + '</code>' +
+    'Recorded for ' + esc(a.actor) + ': ' + esc(a.reason) + '. The gate answered <b class="gate-status">' + esc(d.statusCode) + '</b> <code class="gate-outcome">' + esc(outcome) + '</code>: <code class="gate-body">' + esc(body) + '</code>' +
     (outcome === 'in_flight' || outcome === 'completed' ? ' (the claim was taken already: nothing more was done)' : ''));
 }
 return say(200, 'ok', label, 'The claim is now <b class="new-state">' + esc(d.state) + '</b>. Recorded for ' + esc(a.actor) + ': ' + esc(a.reason) +
@@ -329,6 +357,9 @@ const ALERT_MESSAGE = String.raw`
 const s = $('Settings').first().json;
 const a = $('Alert or digest?').first().json.payload ?? {};
 const i = $input.first().json;
+// a workflow the inbox's role may not see: its link would open a 403, and
+// nobody here can act on it; the team whose inbox sees it gets the alert
+if (i.visible === false) return [];
 const base = s.inbox_url;
 const u = (o) => base + '?' + Object.entries(o).map(([k, v]) => encodeURIComponent(k) + '=' + encodeURIComponent(String(v))).join('&');
 const age = (x) => { x = Math.floor(Number(x) || 0); return x < 90 ? x + ' s' : x < 5400 ? Math.floor(x / 60) + ' min' : Math.floor(x / 3600) + ' h'; };
@@ -418,7 +449,7 @@ const inboxWebhook = (name, method, position, webhookId) => ({
   parameters: {
     httpMethod: method,
     path: INBOX_PATH,
-    authentication: 'basicAuth',
+    authentication: 'headerAuth',
     responseMode: 'responseNode',
     options: {},
   },
@@ -428,15 +459,23 @@ const inboxWebhook = (name, method, position, webhookId) => ({
   typeVersion: 2.1,
   position,
   webhookId,
-  credentials: { httpBasicAuth: { ...INBOX_LOGIN_CREDENTIAL } },
+  credentials: { httpHeaderAuth: { ...INBOX_PROXY_CREDENTIAL } },
 });
-// who is signed in (the Basic Auth user name; the webhook has checked the
-// password), and the form token: a hash of this login's Authorization header,
-// which another site cannot compute, so that it cannot make the operator's
-// browser post a decision (the login is sent along with any request)
-const AUTH = "($json.headers.authorization ?? '')";
-const ACTOR = `={{ ${AUTH}.replace(/^Basic\\s+/i, '').base64Decode().split(':')[0] || 'unknown' }}`;
-const CSRF = `={{ ('idem_gate inbox form|' + ${AUTH}).hash('sha256') }}`;
+// who is signed in: the name the proxy sends, trusted because the Webhook
+// node has checked the proxy's secret header (n8n answered 403 otherwise);
+// empty when the proxy named nobody, and then the page shows and does
+// nothing.  The form token binds a form to that person and to the time the
+// page was shown: a hash of the proxy's secret, the name and that time,
+// which another site cannot compute (it does not know the secret), another
+// operator cannot use (another name), and which expires after FORM_TTL_SECONDS.
+const SECRET = `($json.headers['${PROXY_SECRET_HEADER.toLowerCase()}'] ?? '')`;
+const NAME = `String($json.headers['${PROXY_USER_HEADER.toLowerCase()}'] ?? '').trim().slice(0, 200)`;
+const ACTOR = `={{ ${NAME} }}`;
+// The token is "<time>.<hash>", the time in seconds since 1970.
+const token = (issued) => `('idem_gate inbox form|' + ${SECRET} + '|' + ${NAME} + '|' + ${issued}).hash('sha256')`;
+const CSRF = `={{ (() => { const i = String(Math.floor($now.toMillis() / 1000)); return i + '.' + ${token('i')}; })() }}`;
+const FORM_OK = `={{ (() => { const [i, h] = String($json.body?.csrf ?? '').split('.'); const age = Math.floor($now.toMillis() / 1000) - Number(i); ` +
+  `return /^[0-9]{1,12}$/.test(i ?? '') && age >= -60 && age <= ${FORM_TTL_SECONDS} && h === ${token('i')}; })() }}`;
 
 function inboxWorkflow() {
   counter = 400;
@@ -458,7 +497,7 @@ function inboxWorkflow() {
     inboxWebhook('Action request', 'POST', [0, 700], 'a3c0ffee-0000-4000-8000-0000000000b2'),
     setNode('Read action', [220, 700], [
       ['actor', ACTOR],
-      ['csrf_ok', `={{ String($json.body?.csrf ?? '') === ('idem_gate inbox form|' + ${AUTH}).hash('sha256') }}`, 'boolean'],
+      ['csrf_ok', FORM_OK, 'boolean'],
       ['action', "={{ String($json.body?.action ?? '') }}"],
       ['workflow', "={{ String($json.body?.workflow ?? '') }}"],
       ['key', "={{ String($json.body?.key ?? '') }}"],
@@ -492,17 +531,19 @@ function inboxWorkflow() {
     pgNode('Resolve completed', [900, 480], INBOX_SQL.resolveCompleted, '[ $json.key, $json.workflow, $json.receipt, $json.reason, $json.actor ]', { onError: 'continueErrorOutput' }),
     pgNode('Resolve retry', [900, 640], INBOX_SQL.resolveRetry, '[ $json.key, $json.workflow, $json.reason, $json.actor ]', { onError: 'continueErrorOutput' }),
     pgNode('Release', [900, 800], INBOX_SQL.release, '[ $json.key, $json.workflow, $json.reason, $json.actor ]', { onError: 'continueErrorOutput' }),
-    pgNode('Read for replay', [900, 960], INBOX_SQL.replayRead, '[ $json.key, $json.workflow ]', { onError: 'continueErrorOutput', alwaysOutputData: true }),
-    setNode('Gate URLs', [1120, 960], [
+    setNode('Gate URLs', [900, 960], [
       // the gate's webhook for each workflow (scope) the inbox may replay to
       ['gate_url', `={{ (${JSON.stringify(GATE_URLS).replace(/"/g, "'")})[$('Check action').first().json.workflow] ?? '' }}`],
       ['problem', `={{ (${JSON.stringify(GATE_URLS).replace(/"/g, "'")})[$('Check action').first().json.workflow] ? '' : 'No gate URL is set for workflow ' + $('Check action').first().json.workflow + ': add it to the node Gate URLs of idem_gate: inbox.' }}`],
     ], true),
-    ifNode('Replayable?', [1340, 960], "$json.state === 'failed_retryable' && $json.payload != null && $json.gate_url !== ''"),
+    ifNode('Gate URL set?', [1120, 960], "$json.gate_url !== ''"),
+    // the replay's own record (who, why) and the payload to send; a claim
+    // that cannot be replayed is refused here, before anything is sent
+    pgNode('Record replay', [1340, 900], INBOX_SQL.replay, '[ $json.key, $json.workflow, $json.reason, $json.actor ]', { onError: 'continueErrorOutput' }),
     {
       parameters: {
         method: 'POST',
-        url: '={{ $json.gate_url }}',
+        url: "={{ $('Gate URLs').first().json.gate_url }}",
         sendHeaders: true,
         headerParameters: { parameters: [{ name: 'X-Idem-Gate-Replay', value: "={{ encodeURIComponent($('Check action').first().json.actor + ': ' + $('Check action').first().json.reason) }}" }] },
         sendBody: true,
@@ -514,7 +555,7 @@ function inboxWorkflow() {
       name: 'Replay to the gate',
       type: 'n8n-nodes-base.httpRequest',
       typeVersion: 4.2,
-      position: [1560, 900],
+      position: [1560, 840],
       onError: 'continueErrorOutput',
     },
     code('Render result', [1800, 700], HELPERS + RENDER_RESULT),
@@ -544,8 +585,9 @@ function inboxWorkflow() {
       '## idem_gate: the inbox\n' +
         '`GET /webhook/' + INBOX_PATH + '` lists the claims that need a person (`idem_gate.inbox`), `?workflow=…&key=…` shows one: ' +
         'payload, last_error, receipt, history. Decisions are HTML forms (POST, a reason required), recorded with the ' +
-        'Basic Auth user as `actor`.\n\n' +
-        '- Both webhooks: **Basic Auth** (credential *' + INBOX_LOGIN_CREDENTIAL.name + '*)\n' +
+        'signed-in person (the proxy\'s `' + PROXY_USER_HEADER + '`) as `actor`.\n\n' +
+        '- Both webhooks: **Header Auth** (credential *' + INBOX_PROXY_CREDENTIAL.name + '*): the proxy\'s secret `' + PROXY_SECRET_HEADER + '`; ' +
+        'n8n answers 403 without it\n' +
         '- Postgres: the operator role (credential *' + INBOX_PG_CREDENTIAL.name + '*), which sees only its granted workflows\n' +
         '- **Gate URLs**: the gate\'s webhook per workflow, for *Replay*', 5),
   ];
@@ -562,14 +604,14 @@ function inboxWorkflow() {
     'Read action': { main: [[to('Check action')]] },
     'Check action': { main: [[to('Route by action')]] },
     'Route by action': {
-      main: [[to('Resolve completed')], [to('Resolve retry')], [to('Release')], [to('Read for replay')], [to('Render result')]],
+      main: [[to('Resolve completed')], [to('Resolve retry')], [to('Release')], [to('Gate URLs')], [to('Render result')]],
     },
     'Resolve completed': { main: [[to('Render result')], [to('Render result')]] },
     'Resolve retry': { main: [[to('Render result')], [to('Render result')]] },
     Release: { main: [[to('Render result')], [to('Render result')]] },
-    'Read for replay': { main: [[to('Gate URLs')], [to('Render result')]] },
-    'Gate URLs': { main: [[to('Replayable?')]] },
-    'Replayable?': { main: [[to('Replay to the gate')], [to('Render result')]] },
+    'Gate URLs': { main: [[to('Gate URL set?')]] },
+    'Gate URL set?': { main: [[to('Record replay')], [to('Render result')]] },
+    'Record replay': { main: [[to('Replay to the gate')], [to('Render result')]] },
     'Replay to the gate': { main: [[to('Render result')], [to('Render result')]] },
     'Render result': { main: [[to('Respond with the page')]] },
   };
@@ -719,10 +761,10 @@ export function buildInbox() {
         },
       },
       {
-        id: INBOX_LOGIN_CREDENTIAL.id,
-        name: INBOX_LOGIN_CREDENTIAL.name,
-        type: 'httpBasicAuth',
-        data: { user: 'operator', password: 'change-me-too' },
+        id: INBOX_PROXY_CREDENTIAL.id,
+        name: INBOX_PROXY_CREDENTIAL.name,
+        type: 'httpHeaderAuth',
+        data: { name: PROXY_SECRET_HEADER, value: 'change-me-too' },
       },
     ],
   };

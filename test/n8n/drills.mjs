@@ -267,8 +267,20 @@ const HAS_INBOX = env.E2E_HAS_INBOX === '1';
 const CHAT_PORT = Number(env.E2E_CHAT_PORT ?? 5691);
 const chat = createChatSink({ port: CHAT_PORT, log: (m) => log(m) });
 const CHAT_SINK_URL = `http://127.0.0.1:${CHAT_PORT}/chat/idem-gate`;
-const INBOX = `${BASE}/webhook/${INBOX_PATH}`;
-const INBOX_LOGIN = { user: 'operator', password: env.E2E_INBOX_LOGIN_PASSWORD };
+// n8n's own address of the inbox (what the proxy forwards to; a request
+// straight to it has no proxy secret), and the proxy that signs each
+// operator in (test/n8n/proxy.mjs, examples/nginx/inbox.conf)
+const INBOX_DIRECT = `${BASE}/webhook/${INBOX_PATH}`;
+const PROXY_PORT = Number(env.E2E_PROXY_PORT ?? 5692);
+const PROXY_BASE = `http://127.0.0.1:${PROXY_PORT}`;
+const INBOX = `${PROXY_BASE}/webhook/${INBOX_PATH}`;
+const PROXY_SECRET = env.E2E_INBOX_LOGIN_PASSWORD;
+// two operators, each with a password of their own at the proxy
+const OPERATORS = [
+  { user: 'alice', password: `${env.E2E_INBOX_LOGIN_PASSWORD}-a` },
+  { user: 'bob', password: `${env.E2E_INBOX_LOGIN_PASSWORD}-b` },
+];
+let proxy = null;
 
 // replace a placeholder that the docs name; fail when it is not there, so a
 // changed example or doc cannot make the test run something else unnoticed
@@ -453,24 +465,25 @@ async function setup() {
 async function setupInbox(ex, dir) {
   const creds = JSON.parse(readFileSync(join(ROOT, 'examples/n8n/credentials.inbox.json'), 'utf8'));
   const pgc = creds.find((c) => c.type === 'postgres');
-  const web = creds.find((c) => c.type === 'httpBasicAuth');
+  const web = creds.find((c) => c.type === 'httpHeaderAuth');
   if (pgc?.data?.port !== 5432 || pgc.data.password !== 'change-me' || pgc.data.user !== env.E2E_INBOX_ROLE || pgc.data.database !== env.E2E_DB ||
-      web?.data?.user !== INBOX_LOGIN.user || web.data.password !== 'change-me-too')
+      web?.data?.name !== 'X-Idem-Gate-Proxy' || web.data.value !== 'change-me-too')
     throw new Error('credentials.inbox.json: the placeholders docs/n8n.md names are gone');
   pgc.data.port = Number(env.E2E_PGPORT);
   pgc.data.password = env.E2E_INBOX_ROLE_PASSWORD;
-  web.data.password = INBOX_LOGIN.password;
+  web.data.value = PROXY_SECRET;
   writeFileSync(join(ex, 'credentials.inbox.json'), JSON.stringify(creds, null, 2) + '\n');
   writeFileSync(join(ex, 'inbox.json'), readFileSync(join(ROOT, 'examples/n8n/inbox.json'), 'utf8'));
   writeFileSync(join(ex, 'alerts.json'),
     fill(readFileSync(join(ROOT, 'examples/n8n/alerts.json'), 'utf8'), `"minutesInterval": ${DIGEST_MINUTES}`, '"minutesInterval": 1', 'alerts.json'));
   await runDocBlock('inbox-url', dir, { N8N_URL: BASE });
   await runDocBlock('inbox-import', dir);
-  await runDocBlock('alerts-urls', dir, { N8N_URL: BASE, CHAT_WEBHOOK_URL: CHAT_SINK_URL });
+  // the alerts' links are what the operators' browsers open: the proxy
+  await runDocBlock('alerts-urls', dir, { N8N_URL: BASE, N8N_PUBLIC_URL: PROXY_BASE, CHAT_WEBHOOK_URL: CHAT_SINK_URL });
   await runDocBlock('alerts-import', dir);
   const inbox = readFileSync(join(ex, 'inbox.json'), 'utf8');
   const alerts = readFileSync(join(ex, 'alerts.json'), 'utf8');
-  if (inbox.includes(N8N_ADDRESS) || alerts.includes(N8N_ADDRESS) || alerts.includes(CHAT_URL) || !alerts.includes(CHAT_SINK_URL))
+  if (inbox.includes(N8N_ADDRESS) || alerts.includes(N8N_ADDRESS) || alerts.includes(CHAT_URL) || !alerts.includes(CHAT_SINK_URL) || !alerts.includes(PROXY_BASE))
     throw new Error('docs/n8n.md run:inbox-url / run:alerts-urls did not set the addresses');
 }
 
@@ -856,13 +869,15 @@ try {
     }
   }
   recordEditorImport();
-  if (HAS_INBOX && [...'abcde'].some((x) => want(`inbox-${x}`))) {
+  if (HAS_INBOX && [...'abcdefg'].some((x) => want(`inbox-${x}`))) {
     const { inboxDrills } = await import('./inbox-browser.mjs');
+    const { startProxy } = await import('./proxy.mjs');
+    proxy = await startProxy({ root: ROOT, work: WORK, port: PROXY_PORT, base: BASE, secret: PROXY_SECRET, operators: OPERATORS, log });
     const pgctl = (...args) =>
       execFileSync('runuser', ['-u', 'postgres', '--', join(env.E2E_PG_BIN, 'pg_ctl'), '-D', env.E2E_PGDATA, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     await inboxDrills({
       BASE, GATE, INBOX, WORK, post, claim, q, sink, chat, order, record, want, log, pgctl,
-      stopN8n, startN8n, login: INBOX_LOGIN,
+      stopN8n, startN8n, login: OPERATORS[0], login2: OPERATORS[1], INBOX_DIRECT, proxySecret: PROXY_SECRET,
       shotsDir: env.E2E_INBOX_SHOTS ?? join(WORK, 'screenshots'),
       docsImgDir: env.E2E_SCREENSHOT_DIR ?? null,
     });
@@ -871,6 +886,7 @@ try {
 } catch (e) {
   console.error(e);
 } finally {
+  await proxy?.stop();
   await stopN8n();
   await sink.stop();
   await chat.stop();

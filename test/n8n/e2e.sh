@@ -39,7 +39,7 @@
 # puppeteer-core); test/n8n/browser.sh runs those alone.
 #
 # Ports (override with env): PostgreSQL 54329, n8n 5688, n8n task broker 5689,
-# sink 5690, chat sink 5691.  Exit status: 0 when every drill passed.
+# sink 5690, chat sink 5691, the inbox's nginx 5692 (IDEM_E2E_PROXY_PORT).  Exit status: 0 when every drill passed.
 set -euo pipefail
 
 # --screenshots: also write docs/img/n8n-*.png with headless Debian chromium,
@@ -76,6 +76,7 @@ export E2E_N8N_PORT="${IDEM_E2E_N8N_PORT:-5688}"
 export E2E_BROKER_PORT="${IDEM_E2E_BROKER_PORT:-5689}"
 export E2E_SINK_PORT="${IDEM_E2E_SINK_PORT:-5690}"
 export E2E_CHAT_PORT="${IDEM_E2E_CHAT_PORT:-5691}"
+export E2E_PROXY_PORT="${IDEM_E2E_PROXY_PORT:-5692}"
 export E2E_DB=app            # the database docs/n8n.md creates
 export E2E_ROLE=n8n_gate
 export E2E_ROLE_PASSWORD="e2e-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
@@ -234,6 +235,17 @@ if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_views WHERE schemaname =
     mkdir -p "$PUPPETEER_CORE_DIR"
     (cd "$PUPPETEER_CORE_DIR" && { [ -f package.json ] || echo '{"private":true}' > package.json; } &&
      PUPPETEER_SKIP_DOWNLOAD=1 npm install --no-audit --no-fund --loglevel=error puppeteer-core@24.40.0 >&2)
+  fi
+  # the inbox's sign-in proxy (examples/nginx/inbox.conf): Debian's nginx,
+  # NGINX or on PATH, else unpacked from Debian's package into a cache
+  # without installing it (an installed nginx starts a service on port 80)
+  if [ -z "${NGINX:-}" ] && ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+    NGINX_CACHE=/var/cache/idem_gate/nginx
+    if [ ! -x "$NGINX_CACHE/root/usr/sbin/nginx" ]; then
+      mkdir -p "$NGINX_CACHE" && chmod 777 "$NGINX_CACHE"
+      (cd "$NGINX_CACHE" && apt-get download nginx nginx-common >&2 && for f in nginx*.deb; do dpkg-deb -x "$f" root; done)
+    fi
+    export NGINX="$NGINX_CACHE/root/usr/sbin/nginx"
   fi
 else
   log "idem_gate has no idem_gate.inbox (before 1.2): the inbox drills are skipped"

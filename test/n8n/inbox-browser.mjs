@@ -22,6 +22,19 @@
 //   inbox-d  the list with 100 items: time to first byte and to DOMContentLoaded.
 //   inbox-e  the alert route after a PostgreSQL restart: what the live alerts
 //            miss, the digest reports.
+//   inbox-f  a team: alice and bob, each signed in as themselves at the
+//            proxy (nginx, examples/nginx/inbox.conf), decide a claim each
+//            and the history names each; bob's late decision on alice's
+//            claim names alice and when; a name header forged through the
+//            proxy is replaced by the signed-in person's; a request straight
+//            to n8n (no proxy secret, a forged name) is 403 and changes
+//            nothing; a form token is bound to its person.
+//   inbox-g  alerts a person can act on: a claim failing 6 times (max_attempts
+//            5) is announced once; a claim of a workflow the inbox's role
+//            may not see is announced to nobody in this chat.
+//
+// Every page is opened through the proxy (ctx.INBOX), signed in as alice
+// (ctx.login), or bob (ctx.login2) where a second operator acts.
 import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync, mkdirSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -59,13 +72,14 @@ export async function inboxDrills(ctx) {
   const t = {
     ...ctx,
     b,
-    // a tab signed in with the inbox's Basic Auth credential
-    // own = another browser session (another operator, same login)
+    // a tab signed in at the proxy as alice; own = another browser
+    // session, signed in as the second operator, bob
     async tab(own = false) {
       const page = own ? await (await b.browser.createBrowserContext()).newPage() : await b.browser.newPage();
       page.setDefaultTimeout(60000);
       page.setDefaultNavigationTimeout(90000);
-      await page.authenticate({ username: ctx.login.user, password: ctx.login.password });
+      const who = own ? ctx.login2 : ctx.login;
+      await page.authenticate({ username: who.user, password: who.password });
       return page;
     },
     async shot(page, name) {
@@ -78,7 +92,7 @@ export async function inboxDrills(ctx) {
     },
   };
   try {
-    for (const [name, fn] of [['inbox-a', drillA], ['inbox-b', drillB], ['inbox-c', drillC], ['inbox-d', drillD], ['inbox-e', drillE]]) {
+    for (const [name, fn] of [['inbox-a', drillA], ['inbox-b', drillB], ['inbox-c', drillC], ['inbox-d', drillD], ['inbox-e', drillE], ['inbox-f', drillF], ['inbox-g', drillG]]) {
       if (!want(name)) continue;
       const t0 = Date.now();
       try {
@@ -112,19 +126,22 @@ async function submit(page, action, fields = {}) {
   const [resp] = await Promise.all([page.waitForNavigation({ waitUntil: 'domcontentloaded' }), page.click(`${form} button[type="submit"]`)]);
   return { status: resp?.status() ?? 0, notice: await notice(page), title: await text(page, 'h1') };
 }
-// a POST as the form sends it, with the page's login and token, from outside the browser
-async function formPost(t, fields) {
-  const r = await fetch(t.INBOX, {
+const basic = (who) => ({ authorization: 'Basic ' + Buffer.from(`${who.user}:${who.password}`).toString('base64') });
+// a POST as the form sends it, with the page's token, from outside the
+// browser: signed in at the proxy as who (default alice), or with the
+// headers given in place of the sign-in (to n8n directly: url)
+async function formPost(t, fields, who = t.login, { url = t.INBOX, headers = null } = {}) {
+  const r = await fetch(url, {
     method: 'POST',
-    headers: { authorization: 'Basic ' + Buffer.from(`${t.login.user}:${t.login.password}`).toString('base64'), 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { ...(headers ?? basic(who)), 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams(fields).toString(),
   });
   const html = await r.text();
   return { status: r.status, html };
 }
-async function csrfOf(t, workflow, key) {
-  const r = await fetch(itemUrl(t, workflow, key), { headers: { authorization: 'Basic ' + Buffer.from(`${t.login.user}:${t.login.password}`).toString('base64') } });
-  return /name="csrf" value="([0-9a-f]+)"/.exec(await r.text())?.[1] ?? '';
+async function csrfOf(t, workflow, key, who = t.login) {
+  const r = await fetch(itemUrl(t, workflow, key), { headers: basic(who) });
+  return /name="csrf" value="([0-9]+\.[0-9a-f]+)"/.exec(await r.text())?.[1] ?? '';
 }
 async function until(fn, timeoutMs, stepMs = 500) {
   const t0 = Date.now();
@@ -227,13 +244,14 @@ async function drillA(t) {
     payloadText?.includes(JSON.stringify(XSS).slice(1, -1)) && xss.ran === null && xss.injected === 0 && /failed at Side effect/.test(lastError ?? '') &&
     stayed && stateAfterEmpty === 'needs_review' &&
     done.status === 200 && /completed/.test(done.notice ?? '') && late.status === 409 && /Already decided/.test(late.title ?? '') &&
+    new RegExp(`by ${t.login.user} \\(role`).test(late.notice ?? '') &&
     cAfter?.state === 'completed' && cAfter?.result?.effect_id === rec?.id &&
     hist.filter((h) => h.action === 'resolve').length === 1 && actors.includes(t.login.user) &&
     red.status === 200 && red.outcome === 'completed' && red.json?.receipt?.effect_id === rec?.id && n === 1;
   t.record('inbox-a', 'n8n killed during the side effect: stuck while down, needs_review after the restart (error workflow); the alert links the item; the page shows the payload escaped and last_error; resolve completed with the downstream\'s receipt (a reason required); a second operator\'s form changes nothing; the history names the operator; the redelivery is a duplicate with that receipt; 1 side effect',
     `killed with effects=${effectsAtKill} claim=${cKill?.state}; stuck while down=${!!stuck}; needs_review after restart=${!!review} (escalated by the janitor=${escalated}); ` +
       `alert by ${msg ? route : 'nothing'}, link ${link ? 'to the ' + (link.includes('key=') ? 'item' : 'workflow') : 'none'}; page ${itemStatus}, payload escaped=${!!payloadText?.includes(JSON.stringify(XSS).slice(1, -1)) && xss.ran === null && xss.injected === 0}, last_error=${JSON.stringify(lastError?.slice(0, 80))}; ` +
-      `empty reason: form not sent=${stayed}, state ${stateAfterEmpty}; resolve completed ${done.status} "${done.notice?.slice(0, 40)}"; stale form ${late.status} "${late.title}"; ` +
+      `empty reason: form not sent=${stayed}, state ${stateAfterEmpty}; resolve completed ${done.status} "${done.notice?.slice(0, 40)}"; ${t.login2.user}'s stale form ${late.status} "${late.title}": "${late.notice}"; ` +
       `claim=${cAfter?.state} receipt=${cAfter?.result?.effect_id === rec?.id ? 'the downstream\'s' : JSON.stringify(cAfter?.result)}; history actors=${JSON.stringify(actors)} (${hist.length} rows); redelivery ${red.status}/${red.outcome}; effects=${n}`,
     pass, 3, n);
 }
@@ -277,6 +295,8 @@ async function drillB(t) {
   await t.shot(page, 'n8n-inbox-replayed.png');
   const r2 = await submit(other, 'replay', { reason: 'clicked again' });
   const c = await t.claim(key);
+  // the replay's own row in the history: alice's, once (bob's came too late)
+  const replays = (await historyRows(t, key)).filter((h) => h.action === 'replay');
   await other.close();
   await page.close();
   const n = t.sink.count(key);
@@ -284,11 +304,13 @@ async function drillB(t) {
     answers.every((a) => a.status === 503 && a.outcome === 'failed_retryable') && row?.reason === 'failing' && row?.attempt === 5 && !!link &&
     listed.includes(key) && resp?.status() === 200 && attempts === '5' && forms.includes('replay') && !forms.includes('resolve-retry') &&
     resolveRetry.status === 409 && r1.status === 200 && gate1.status === '200' && gate1.outcome === 'new' &&
-    r2.status === 409 && /Nothing to replay/.test(r2.title ?? '') && c?.state === 'completed' && c?.attempt === 6 && n === 1;
+    r2.status === 409 && /Nothing to replay/.test(r2.title ?? '') && c?.state === 'completed' && c?.attempt === 6 && n === 1 &&
+    replays.length === 1 && replays[0].actor === t.login.user && replays[0].reason === 'the downstream is back; the sender gave up';
   t.record('inbox-b', 'the downstream refuses 5 deliveries: failing in the inbox, alerted with a link; replayed from the page once it accepts (same key, attempt 6); a second replay does nothing; 1 side effect',
     `5 deliveries ${[...new Set(answers.map((a) => `${a.status}/${a.outcome}`))].join(',')}; inbox ${row?.reason} attempt ${row?.attempt}; alert ${msg ? 'with the item\'s link' : 'none'}; ` +
       `listed under failing=${listed.includes(key)}; page shows attempts ${attempts}, actions ${forms.join('/')}; resolve retry refused ${resolveRetry.status}; ` +
-      `replay ${r1.status}: gate ${gate1.status}/${gate1.outcome}; second replay ${r2.status} "${r2.title}"; claim ${c?.state} attempt ${c?.attempt}; effects=${n}`,
+      `replay ${r1.status}: gate ${gate1.status}/${gate1.outcome}; second replay ${r2.status} "${r2.title}"; claim ${c?.state} attempt ${c?.attempt}; effects=${n}; ` +
+      `history replay rows ${JSON.stringify(replays.map((h) => [h.actor, h.reason]))}`,
     pass, 7, n);
 }
 
@@ -319,11 +341,9 @@ async function drillC(t) {
   await other.close();
   // the guards of the page
   const noAuth = await fetch(t.INBOX);
-  // a wrong password: 403 from n8n's Webhook node up to 2.8.x, 401 (so that
-  // the browser asks again) from 2.40 on; docs/n8n.md names both
-  const [major, minor] = (process.env.N8N_VERSION ?? '').split('.').map(Number);
-  const wrongExpected = major > 2 || (major === 2 && minor >= 40) ? 401 : 403;
-  const wrong = await fetch(t.INBOX, { headers: { authorization: 'Basic ' + Buffer.from(`${t.login.user}:wrong`).toString('base64') } });
+  // a wrong password: the proxy asks again (401)
+  const wrongExpected = 401;
+  const wrong = await fetch(t.INBOX, { headers: basic({ user: t.login.user, password: 'wrong' }) });
   // only the role's workflows: a claim of a workflow not granted to it
   await page.bringToFront();
   await failedClaim(t, 'evt-inbox-hidden', { id: 'evt-inbox-hidden', customer_id: 'c', order_ref: 'r', amount: { value: 1 } }, 'Side effect: timeout', false, 'orders-by-fields');
@@ -335,7 +355,7 @@ async function drillC(t) {
   await page.close();
   const n = t.sink.count(key);
   const pass =
-    noReason.status === 400 && /A reason is required/.test(noReason.html) && badToken.status === 400 && /does not come from the inbox page/.test(badToken.html) &&
+    noReason.status === 400 && /A reason is required/.test(noReason.html) && badToken.status === 400 && /does not come from an inbox page shown to/.test(badToken.html) &&
     stateUnchanged === 'needs_review' && rec === null && r1.status === 200 && /failed_retryable/.test(r1.notice ?? '') &&
     r2.status === 200 && outcome === 'new' && r3.status === 409 && c?.state === 'completed' && c?.attempt === 2 && n === 1 &&
     noAuth.status === 401 && wrong.status === wrongExpected &&
@@ -391,4 +411,94 @@ async function drillE(t) {
   t.record('inbox-e', 'after a PostgreSQL restart: a live alert is missed (the Postgres Trigger does not listen again); the digest reports what waits and warns that nobody listens',
     `live alert after the restart: ${live ? 'arrived' : 'missed'}; digest ${digest ? `arrived ${((digest.at - since) / 1000).toFixed(0)} s later, warning=${warned}` : 'none'}`,
     !!digest && (live ? true : warned), 0, 0);
+}
+
+// ------------------------------------------------------------------ inbox-f --
+async function drillF(t) {
+  const [k1, k2, k3] = ['evt-team-1', 'evt-team-2', 'evt-team-3'];
+  for (const k of [k1, k2, k3]) await failedClaim(t, k, t.order(k), 'Side effect: socket hang up', false);
+  const alice = t.login.user;
+  const bob = t.login2.user;
+  // alice and bob, each in a browser session of their own, decide one claim each
+  const pa = await t.tab();
+  const pb = await t.tab(true);
+  // bob also has alice's claim open, in another window, before she decides it
+  const pbLate = await t.tab(true);
+  await pbLate.goto(itemUrl(t, 'orders', k1), { waitUntil: 'domcontentloaded' });
+  await pa.goto(itemUrl(t, 'orders', k1), { waitUntil: 'domcontentloaded' });
+  const signedA = await text(pa, '.me');
+  await pb.goto(itemUrl(t, 'orders', k2), { waitUntil: 'domcontentloaded' });
+  const signedB = await text(pb, '.me');
+  const nameFields = await pa.$$eval('input[name="actor"], input[name="user"], input[name="name"]', (xs) => xs.length);
+  const da = await submit(pa, 'resolve-completed', { receipt: 'fx_team_1', reason: 'downstream has fx_team_1' });
+  const db = await submit(pb, 'resolve-retry', { reason: 'no record downstream' });
+  // bob, late, on alice's claim from his stale window: already decided, by alice, and when
+  const late = await submit(pbLate, 'resolve-retry', { reason: 'no record downstream either' });
+  const lateText = (await text(pbLate, '.decided-by')) ?? '';
+  await t.shot(pbLate, 'n8n-inbox-already-decided.png');
+  await pbLate.close();
+  const h1 = await historyRows(t, k1);
+  const h2 = await historyRows(t, k2);
+  // a replayed form: alice's token sent by bob is refused, nothing changes
+  const aliceCsrf = await csrfOf(t, 'orders', k3);
+  const replayed = await formPost(t, { action: 'release', workflow: 'orders', key: k3, reason: 'x', csrf: aliceCsrf }, t.login2);
+  // a name forged through the proxy: the proxy replaces it with alice's
+  const forgedViaProxy = await formPost(t, { action: 'resolve-retry', workflow: 'orders', key: k3, reason: 'forged name via the proxy', csrf: aliceCsrf },
+    t.login, { headers: { ...basic(t.login), 'x-forwarded-user': 'mallory' } });
+  const h3 = await historyRows(t, k3);
+  // straight to n8n, around the proxy: no secret, or a wrong one, with a
+  // forged name: 403, nothing changes
+  const before = await t.claim(k2);
+  const direct = [];
+  for (const headers of [{ 'x-forwarded-user': alice }, { 'x-forwarded-user': alice, 'x-idem-gate-proxy': 'guess' }]) {
+    direct.push((await formPost(t, { action: 'release', workflow: 'orders', key: k2, reason: 'forged', csrf: aliceCsrf }, null, { url: t.INBOX_DIRECT, headers })).status);
+    direct.push((await fetch(itemUrl({ INBOX: t.INBOX_DIRECT }, 'orders', k2), { headers })).status);
+  }
+  const after = await t.claim(k2);
+  const h2after = await historyRows(t, k2);
+  // the secret but no name (a proxy that lets an unauthenticated request
+  // through): the page shows and does nothing
+  const noName = await fetch(t.INBOX, { headers: {} });
+  const noNameDirect = await fetch(t.INBOX_DIRECT, { headers: { 'x-idem-gate-proxy': t.proxySecret } });
+  await pa.close();
+  await pb.close();
+  for (const k of [k1, k2, k3]) await t.q("SELECT idem_release($1, 'orders', 'team drill over', 'e2e')", [k]);
+  const pass =
+    signedA?.includes(alice) && signedB?.includes(bob) && nameFields === 0 &&
+    da.status === 200 && db.status === 200 &&
+    h1.map((h) => h.actor).join() === alice && h2.map((h) => h.actor).join() === bob &&
+    late.status === 409 && lateText.includes(`by ${alice} (role`) && / at \d{4}-\d\d-\d\d /.test(lateText) &&
+    replayed.status === 400 && /does not come from an inbox page shown to bob/.test(replayed.html) &&
+    forgedViaProxy.status === 200 && h3.length === 1 && h3[0].actor === alice &&
+    direct.every((x) => x === 403) && after?.state === before?.state && after?.attempt === before?.attempt && h2after.length === h2.length &&
+    noName.status === 401 && noNameDirect.status === 403;
+  t.record('inbox-f', 'a team through nginx: alice and bob decide a claim each and the history names each; bob\'s late decision names alice and when; a name forged through the proxy is replaced; a request straight to n8n (no or a wrong secret, a forged name) is 403 and changes nothing; a form token is bound to its person; no field to type a name',
+    `signed in as "${signedA}" / "${signedB}", name fields ${nameFields}; alice ${da.status}, bob ${db.status}; history ${JSON.stringify(h1.map((h) => h.actor))} ${JSON.stringify(h2.map((h) => h.actor))}; ` +
+      `bob late ${late.status}: "${lateText}"; alice's token sent by bob ${replayed.status}; forged name via the proxy ${forgedViaProxy.status}, recorded as ${JSON.stringify(h3.map((h) => h.actor))}; ` +
+      `straight to n8n ${JSON.stringify(direct)}, claim ${before?.state}/${before?.attempt} -> ${after?.state}/${after?.attempt}, history rows ${h2.length} -> ${h2after.length}; ` +
+      `no sign-in at the proxy ${noName.status}, the secret without a name ${noNameDirect.status}`,
+    pass, 0, 0);
+}
+
+// ------------------------------------------------------------------ inbox-g --
+async function drillG(t) {
+  const since = Date.now();
+  const key = 'evt-fail-6';
+  // six failures before the side effect, each a delivery the sender retried
+  for (let i = 0; i < 6; i++) await failedClaim(t, key, t.order(key), 'Side effect: connect ECONNREFUSED', true);
+  const [c] = await t.q("SELECT attempt, state::text AS state FROM idem_gate.claims WHERE workflow = 'orders' AND key = $1", [key]);
+  // a needs_review claim of a workflow the inbox's role may not see, then
+  // one of orders after it: when that one has arrived, the first would have
+  await failedClaim(t, 'evt-hidden-g', { id: 'evt-hidden-g', customer_id: 'c', order_ref: 'r', amount: { value: 1 } }, 'Side effect: timeout', false, 'orders-by-fields');
+  await failedClaim(t, 'evt-after-g', t.order('evt-after-g'), 'Side effect: timeout', false);
+  const after = await t.chat.waitFor((m) => m.text.includes('evt-after-g'), 30000, since);
+  await sleep(3000);
+  const mine = t.chat.messages.filter((m) => m.at >= since && m.text.includes(key));
+  const hidden = t.chat.messages.filter((m) => m.at >= since && m.text.includes('orders-by-fields') && !m.text.startsWith(':inbox_tray:'));
+  for (const [k, w] of [[key, 'orders'], ['evt-hidden-g', 'orders-by-fields'], ['evt-after-g', 'orders']])
+    await t.q('SELECT idem_release($1, $2, \'alert drill over\', \'e2e\')', [k, w]);
+  t.record('inbox-g', 'alerts a person can act on: a claim failing 6 times (max_attempts 5) is announced once; an alert of a workflow the inbox\'s role may not see is not posted',
+    `claim ${c?.state} attempt ${c?.attempt}; alerts naming it ${mine.length}: ${JSON.stringify(mine.map((m) => m.text.slice(0, 90)))}; ` +
+      `alerts of orders-by-fields ${hidden.length}; the next alert of orders ${after ? 'arrived' : 'missing'}`,
+    c?.attempt === 6 && mine.length === 1 && /failing/.test(mine[0].text) && hidden.length === 0 && !!after, 0, 0);
 }

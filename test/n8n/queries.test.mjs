@@ -446,14 +446,32 @@ inboxTest('the inbox\'s queries as the operator role: only its workflows, no tok
     again = e;
   }
   assert(again?.code === '55000' && /the claim is completed/.test(again.message), `a second decision: ${again?.code} ${again?.message}`);
+  // "already decided" names who decided, and when (the DETAIL, which n8n shows as the error's description)
+  assert(/^The last operator action on it was resolve \(needs_review to completed\) by alice \(role [^)]+\) at \d{4}-/.test(again?.detail ?? ''),
+    `a second decision's detail: ${again?.detail}`);
   const [[h]] = await run('inbox', 'Read item', { key: K('inbox'), workflow: 'orders' });
   eq(h.history.map((x) => [x.action, x.actor, x.state_before, x.state_after, x.reason]), [['resolve', 'alice', 'needs_review', 'completed', 'downstream has fx_ops']], 'history');
   eq(h.claim.result, { effect_id: 'fx_ops' }, 'receipt');
-  const [[rp]] = await run('inbox', 'Read for replay', a);
-  eq([rp.state, rp.payload], ['completed', null], 'nothing to replay');
+  // replay: refused for a completed claim (nothing recorded), naming who decided it
+  let noReplay = null;
+  try {
+    await run('inbox', 'Record replay', a);
+  } catch (e) {
+    noReplay = e;
+  }
+  assert(noReplay?.code === '55000' && /cannot replay/.test(noReplay.message) && /by alice/.test(noReplay.detail ?? ''), `replay of a completed claim: ${noReplay?.code} ${noReplay?.message}`);
   const [[rel]] = await run('inbox', 'Release', a);
   const [[rel2]] = await run('inbox', 'Release', a);
   eq([rel.released, rel2.released], [true, false], 'release, twice');
+  // a replay: recorded with the person and reason, the stored payload answered
+  const rb = { id: K('replay'), amount: 3 };
+  await admin.one("SELECT idem_fail($1, 'orders', c.token, 'refused', true) FROM idem_claim_ex($1, 'orders', NULL, NULL, 'exec-r', $2::jsonb) c", [K('replay'), JSON.stringify(rb)]);
+  const [[rp]] = await run('inbox', 'Record replay', { key: K('replay'), workflow: 'orders', reason: 'the sender gave up', actor: 'carol' });
+  eq(rp.payload, rb, 'the replay\'s payload');
+  const [[hr]] = await run('inbox', 'Read item', { key: K('replay'), workflow: 'orders' });
+  eq(hr.history.map((x) => [x.action, x.actor, x.state_before, x.state_after, x.reason]),
+    [['replay', 'carol', 'failed_retryable', 'failed_retryable', 'the sender gave up']], 'the replay in the history');
+  await admin.any("SELECT idem_release($1, 'orders', 'test over', 'ci')", [K('replay')]);
   for (const sql of ['SELECT key FROM idem_gate.claims LIMIT 1', "SELECT idem_claim('x', 'orders')"]) {
     let err = null;
     try {
@@ -476,7 +494,13 @@ inboxTest('the alerts\' queries as the operator role: the alerted item, the dige
   const find = node('Find the item');
   const values = evaluate(find.parameters.options.queryReplacement, { json: { channel: 'idem_gate_alert', payload: { workflow: 'orders', reason: 'needs_review', at } } });
   const [[i]] = await db.multi(pgp.helpers.concat([{ query: find.parameters.query, values, options: { partial: true } }]));
-  eq([i.key, i.attempt], [K('alert'), 1], 'the alerted item');
+  eq([i.key, i.attempt, i.visible], [K('alert'), 1, true], 'the alerted item');
+  // an alert about a workflow the role may not see: not visible, nothing of it shown (Alert message posts nothing)
+  const hv = evaluate(find.parameters.options.queryReplacement, { json: { channel: 'idem_gate_alert', payload: { workflow: 'idem-ci-hidden', reason: 'stuck', at } } });
+  const [[hidden]] = await db.multi(pgp.helpers.concat([{ query: find.parameters.query, values: hv, options: { partial: true } }]));
+  eq([hidden.visible, hidden.key, hidden.waiting], [false, null, 0], 'an alert of a workflow not granted');
+  const msg = node('Alert message').parameters.jsCode;
+  assert(/if \(i\.visible === false\) return \[\];/.test(msg), 'Alert message posts nothing for a workflow the role may not see');
   const dig = node('Inbox summary');
   const [[d]] = await db.multi(pgp.helpers.concat([{ query: dig.parameters.query, values: evaluate(dig.parameters.options.queryReplacement, { json: {} }), options: { partial: true } }]));
   assert(d.total >= 1 && d.groups.some((g) => g.workflow === 'orders' && g.reason === 'needs_review') && !d.groups.some((g) => g.workflow === 'idem-ci-hidden'), `digest ${JSON.stringify(d)}`);
