@@ -239,7 +239,7 @@ BEGIN
 						 THEN 'An empty key would make every delivery without an id one event; refuse such deliveries before claiming.'
 						 ELSE 'Pass the name of the side effect the key protects, such as ''stripe_charge''.' END;
 	END IF;
-	max_len := idem_gate.m_setting_number('idem_gate.max_key_length', '255', 'B')::pg_catalog.int4;
+	max_len := COALESCE(NULLIF(pg_catalog.current_setting('idem_gate.max_key_length', true), '')::pg_catalog.int4, 255);
 	IF bytes OPERATOR(pg_catalog.>) max_len THEN
 		chars := pg_catalog.char_length(v);
 		IF chars OPERATOR(pg_catalog.>) max_len THEN
@@ -978,43 +978,55 @@ GRANT EXECUTE ON FUNCTION idem_gate_call.idem_claim_many(pg_catalog.regrole, pg_
 
 /* The "no claim exists" error. */
 CREATE FUNCTION idem_gate.m_error_no_claim(verb pg_catalog.text, workflow pg_catalog.text,
-										   key pg_catalog.text)
+										   key pg_catalog.text, detail pg_catalog.text DEFAULT NULL)
 	RETURNS void
 	LANGUAGE plpgsql IMMUTABLE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
+DECLARE
+	msg pg_catalog.text := pg_catalog.format('cannot %s key "%s" in workflow "%s": no claim exists',
+		verb, idem_gate.m_display(key), idem_gate.m_display(workflow));
+	hint pg_catalog.text := 'Claim the key with idem_claim() or idem_claim_ex() first; completed and failed claims are deleted once their retention has passed.';
 BEGIN
-	RAISE EXCEPTION 'cannot % key "%" in workflow "%": no claim exists',
-		verb, idem_gate.m_display(key), idem_gate.m_display(workflow)
-		USING ERRCODE = 'P0002',
-			  HINT = 'Claim the key with idem_claim() or idem_claim_ex() first; completed and failed claims are deleted once their retention has passed.';
+	IF detail IS NULL THEN
+		RAISE EXCEPTION USING ERRCODE = 'P0002', MESSAGE = msg, HINT = hint;
+	END IF;
+	RAISE EXCEPTION USING ERRCODE = 'P0002', MESSAGE = msg, DETAIL = detail, HINT = hint;
 END
 $$;
 
-REVOKE ALL ON FUNCTION idem_gate.m_error_no_claim(pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem_gate.m_error_no_claim(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 
 /* The "transition not allowed" error, with a hint that fits the state. */
 CREATE FUNCTION idem_gate.m_error_state(verb pg_catalog.text, workflow pg_catalog.text,
-										key pg_catalog.text, state idem_gate.state)
+										key pg_catalog.text, state idem_gate.state,
+										detail pg_catalog.text DEFAULT NULL)
 	RETURNS void
 	LANGUAGE plpgsql IMMUTABLE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
+DECLARE
+	msg pg_catalog.text := pg_catalog.format('cannot %s key "%s" in workflow "%s": the claim is %s',
+		verb, idem_gate.m_display(key), idem_gate.m_display(workflow), state);
+	hint pg_catalog.text;
 BEGIN
-	RAISE EXCEPTION 'cannot % key "%" in workflow "%": the claim is %',
-		verb, idem_gate.m_display(key), idem_gate.m_display(workflow), state
-		USING ERRCODE = '55000',
-			  HINT = CASE state
+	hint := CASE state
 				WHEN 'completed' THEN 'A completed claim is final; idem_status() shows its receipt.'
 				WHEN 'needs_review' THEN 'Decide the outcome with idem_resolve(key, workflow, ''completed'') or idem_resolve(key, workflow, ''retry'').'
 				WHEN 'failed_retryable' THEN CASE WHEN verb OPERATOR(pg_catalog.=) 'resolve'
 					THEN 'Only needs_review and processing claims can be resolved; a failed_retryable claim runs again at its next claim.'
 					ELSE 'Claim the key again with idem_claim() or idem_claim_ex() before recording an outcome.' END
-				ELSE 'Only needs_review and processing claims can be resolved.' END;
+				ELSE CASE WHEN verb OPERATOR(pg_catalog.=) 'replay'
+					THEN 'Only a failed_retryable claim is replayed: a processing claim''s run may still finish it.'
+					ELSE 'Only needs_review and processing claims can be resolved.' END END;
+	IF detail IS NULL THEN
+		RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = msg, HINT = hint;
+	END IF;
+	RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = msg, DETAIL = detail, HINT = hint;
 END
 $$;
 
-REVOKE ALL ON FUNCTION idem_gate.m_error_state(pg_catalog.text, pg_catalog.text, pg_catalog.text, idem_gate.state) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem_gate.m_error_state(pg_catalog.text, pg_catalog.text, pg_catalog.text, idem_gate.state, pg_catalog.text) FROM PUBLIC;
 
 /*
  * Announce that a claim of workflow entered the inbox for reason: a
@@ -1235,7 +1247,8 @@ BEGIN
 								  NULL, error);
 	IF NOT retry THEN
 		PERFORM idem_gate.m_announce(workflow, 'needs_review');
-	ELSIF r.attempt OPERATOR(pg_catalog.>=) idem_gate.m_setting_number('idem_gate.max_attempts', '5', 'B') THEN
+	ELSIF r.attempt OPERATOR(pg_catalog.=) idem_gate.m_setting_number('idem_gate.max_attempts', '5', 'B') THEN
+		/* announced at the max_attempts-th failure only; the digest tells the rest */
 		PERFORM idem_gate.m_announce(workflow, 'failing');
 	END IF;
 	RETURN r.state;
@@ -1294,6 +1307,55 @@ REVOKE ALL ON FUNCTION idem_gate.m_audit(pg_catalog.oid, pg_catalog.text, pg_cat
 	pg_catalog.text) FROM PUBLIC;
 
 /*
+ * Who decided a claim last, and when, for the refusal of an operator's
+ * action on a claim another operator (or the owner) decided first: the
+ * newest audit row but the janitor's escalations, which decide nothing.
+ * Names the person, the role and the time, never a reason or a token.
+ * changed_at, the claim's last change, when it has a row.
+ */
+CREATE FUNCTION idem_gate.m_last_decision(workflow pg_catalog.text, key pg_catalog.text,
+										  changed_at pg_catalog.timestamptz)
+	RETURNS pg_catalog.text
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	a record;
+	out pg_catalog.text;
+BEGIN
+	SELECT x.at, x.action, x.actor, x.session_role::pg_catalog.text AS srole,
+		   x.acting_role::pg_catalog.text AS arole, x.state_before, x.state_after
+	  INTO a
+	  FROM ONLY idem_gate.audit x
+	 WHERE x.workflow OPERATOR(pg_catalog.=) m_last_decision.workflow
+	   AND x.key OPERATOR(pg_catalog.=) m_last_decision.key
+	   AND x.action OPERATOR(pg_catalog.<>) 'escalate'
+	 ORDER BY x.id DESC LIMIT 1;
+	IF NOT FOUND THEN
+		RETURN CASE WHEN changed_at IS NULL THEN NULL
+			   ELSE pg_catalog.format('No operator has acted on it; it last changed at %s.', changed_at) END;
+	END IF;
+	out := 'The last operator action on it was ' OPERATOR(pg_catalog.||) a.action;
+	IF a.state_before IS NOT NULL AND a.state_after IS NOT NULL THEN
+		out := out OPERATOR(pg_catalog.||) pg_catalog.format(' (%s to %s)', a.state_before, a.state_after);
+	END IF;
+	out := out OPERATOR(pg_catalog.||) ' by ' OPERATOR(pg_catalog.||)
+		CASE WHEN a.actor IS NOT NULL THEN pg_catalog.format('%s (role %s)', idem_gate.m_display(a.actor), a.srole)
+			 ELSE 'role ' OPERATOR(pg_catalog.||) a.srole END;
+	IF a.srole OPERATOR(pg_catalog.<>) a.arole THEN
+		out := out OPERATOR(pg_catalog.||) ' as ' OPERATOR(pg_catalog.||) a.arole;
+	END IF;
+	out := out OPERATOR(pg_catalog.||) pg_catalog.format(' at %s.', a.at);
+	IF changed_at IS NOT NULL AND changed_at OPERATOR(pg_catalog.>) a.at THEN
+		out := out OPERATOR(pg_catalog.||) pg_catalog.format(' The claim changed since, at %s.', changed_at);
+	END IF;
+	RETURN out;
+END
+$$;
+
+REVOKE ALL ON FUNCTION idem_gate.m_last_decision(pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz) FROM PUBLIC;
+
+/*
  * idem_resolve's body, for both signatures: a decision about a claim
  * whose side effect may or may not have happened.
  */
@@ -1336,10 +1398,12 @@ BEGIN
 		 WHERE c.workflow OPERATOR(pg_catalog.=) idem_resolve.workflow
 		   AND c.key OPERATOR(pg_catalog.=) idem_resolve.key;
 		IF NOT FOUND THEN
-			PERFORM idem_gate.m_error_no_claim('resolve', workflow, key);
+			PERFORM idem_gate.m_error_no_claim('resolve', workflow, key,
+											   idem_gate.m_last_decision(workflow, key, NULL));
 		END IF;
 		IF r.state OPERATOR(pg_catalog.<>) ALL (ARRAY['processing', 'needs_review']::idem_gate.state[]) THEN
-			PERFORM idem_gate.m_error_state('resolve', workflow, key, r.state);
+			PERFORM idem_gate.m_error_state('resolve', workflow, key, r.state,
+											idem_gate.m_last_decision(workflow, key, r.updated_at));
 		END IF;
 		before := r.state;
 		t := GREATEST(pg_catalog.clock_timestamp(), r.updated_at);
@@ -1407,6 +1471,49 @@ $$;
 
 GRANT EXECUTE ON FUNCTION idem_gate_call.idem_release(pg_catalog.regrole, pg_catalog.text,
 	pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text) TO PUBLIC;
+
+/*
+ * idem_replay's body: an operator sends a failed_retryable claim's stored
+ * payload to the gate again, because its sender cannot.  Nothing changes
+ * here but the audit trail: the decision is recorded, and the payload to
+ * send is the answer; a claim that cannot be replayed is refused first.
+ */
+CREATE FUNCTION idem_gate_call.idem_replay(caller pg_catalog.regrole, key pg_catalog.text,
+	workflow pg_catalog.text, reason pg_catalog.text, actor pg_catalog.text)
+	RETURNS pg_catalog.jsonb
+	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	r idem_gate.claims;
+BEGIN
+	PERFORM idem_gate.m_begin(caller, 'public.idem_replay(text,text,text,text)', key, workflow);
+	SELECT * INTO r FROM ONLY idem_gate.claims c
+	 WHERE c.workflow OPERATOR(pg_catalog.=) idem_replay.workflow
+	   AND c.key OPERATOR(pg_catalog.=) idem_replay.key;
+	IF NOT FOUND THEN
+		PERFORM idem_gate.m_error_no_claim('replay', workflow, key,
+										   idem_gate.m_last_decision(workflow, key, NULL));
+	END IF;
+	IF r.state OPERATOR(pg_catalog.<>) 'failed_retryable' THEN
+		PERFORM idem_gate.m_error_state('replay', workflow, key, r.state,
+										idem_gate.m_last_decision(workflow, key, r.updated_at));
+	END IF;
+	IF r.payload IS NULL THEN
+		RAISE EXCEPTION 'cannot replay key "%" in workflow "%": no payload is kept',
+			idem_gate.m_display(key), idem_gate.m_display(workflow)
+			USING ERRCODE = '55000',
+				  DETAIL = 'Only a claim whose delivery''s payload was kept can be replayed: the gate keeps it when the delivery passes it and it fits in idem_gate.max_payload_bytes.',
+				  HINT = 'Ask the sender to deliver the event again.';
+	END IF;
+	PERFORM idem_gate.m_audit(caller::pg_catalog.oid, 'replay', workflow, key, r.state, r.state,
+							  r.token, reason, actor);
+	RETURN r.payload;
+END
+$$;
+
+GRANT EXECUTE ON FUNCTION idem_gate_call.idem_replay(pg_catalog.regrole, pg_catalog.text,
+	pg_catalog.text, pg_catalog.text, pg_catalog.text) TO PUBLIC;
 
 /* idem_gate.history's body: the audit rows of a claim, oldest first; no tokens. */
 CREATE FUNCTION idem_gate_call.history(caller pg_catalog.regrole, key pg_catalog.text,
@@ -3586,6 +3693,33 @@ $$;
 COMMENT ON FUNCTION idem_gate.bulk_args(text[], text, text) IS 'the arguments of idem_resolve_many() and idem_release_many(), checked before their first key';
 
 GRANT EXECUTE ON FUNCTION idem_gate.bulk_args(text[], text, text) TO PUBLIC;
+
+/*
+ * A replay is an operator's decision of its own: idem_replay() records it
+ * in idem_gate.audit (who, why, when) and answers the stored payload that
+ * the inbox page then sends to the gate as a redelivery.  It refuses a
+ * claim that cannot be replayed (P0002 no claim; 55000 another state than
+ * failed_retryable, or no payload kept) before anything is sent.  Like
+ * idem_resolve() it acts as the owner, checks per-workflow access, and is
+ * not public: grant EXECUTE to the inbox's role.
+ */
+ALTER TABLE idem_gate.audit DROP CONSTRAINT audit_action_known;
+
+ALTER TABLE idem_gate.audit ADD CONSTRAINT audit_action_known CHECK (
+	action OPERATOR(pg_catalog.=) ANY (ARRAY['resolve', 'release', 'escalate', 'replay']));
+
+CREATE FUNCTION public.idem_replay(key pg_catalog.text, workflow pg_catalog.text,
+	reason pg_catalog.text DEFAULT NULL, actor pg_catalog.text DEFAULT NULL)
+RETURNS pg_catalog.jsonb
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT idem_gate_call.idem_replay(CURRENT_USER::pg_catalog.regrole, key, workflow, reason, actor)
+$$;
+
+COMMENT ON FUNCTION public.idem_replay(text, text, text, text) IS 'operator: record the replay of a failed_retryable claim in idem_gate.audit, naming the person, and answer its stored payload to send to the gate';
+
+REVOKE ALL ON FUNCTION public.idem_replay(text, text, text, text) FROM PUBLIC;
 
 /* The helper of this update is not part of 1.3. */
 DROP FUNCTION idem_gate.outside_extension(pg_catalog.text[]);

@@ -122,7 +122,7 @@ BEGIN
 						 THEN 'An empty key would make every delivery without an id one event; refuse such deliveries before claiming.'
 						 ELSE 'Pass the name of the side effect the key protects, such as ''stripe_charge''.' END;
 	END IF;
-	max_len := idem_gate.m_setting_number('idem_gate.max_key_length', '255', 'B')::pg_catalog.int4;
+	max_len := COALESCE(NULLIF(pg_catalog.current_setting('idem_gate.max_key_length', true), '')::pg_catalog.int4, 255);
 	IF bytes OPERATOR(pg_catalog.>) max_len THEN
 		chars := pg_catalog.char_length(v);
 		IF chars OPERATOR(pg_catalog.>) max_len THEN

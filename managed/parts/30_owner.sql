@@ -6,41 +6,53 @@
 
 /* The "no claim exists" error. */
 CREATE FUNCTION idem_gate.m_error_no_claim(verb pg_catalog.text, workflow pg_catalog.text,
-										   key pg_catalog.text)
+										   key pg_catalog.text, detail pg_catalog.text DEFAULT NULL)
 	RETURNS void
 	LANGUAGE plpgsql IMMUTABLE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
+DECLARE
+	msg pg_catalog.text := pg_catalog.format('cannot %s key "%s" in workflow "%s": no claim exists',
+		verb, idem_gate.m_display(key), idem_gate.m_display(workflow));
+	hint pg_catalog.text := 'Claim the key with idem_claim() or idem_claim_ex() first; completed and failed claims are deleted once their retention has passed.';
 BEGIN
-	RAISE EXCEPTION 'cannot % key "%" in workflow "%": no claim exists',
-		verb, idem_gate.m_display(key), idem_gate.m_display(workflow)
-		USING ERRCODE = 'P0002',
-			  HINT = 'Claim the key with idem_claim() or idem_claim_ex() first; completed and failed claims are deleted once their retention has passed.';
+	IF detail IS NULL THEN
+		RAISE EXCEPTION USING ERRCODE = 'P0002', MESSAGE = msg, HINT = hint;
+	END IF;
+	RAISE EXCEPTION USING ERRCODE = 'P0002', MESSAGE = msg, DETAIL = detail, HINT = hint;
 END
 $$;
-REVOKE ALL ON FUNCTION idem_gate.m_error_no_claim(pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem_gate.m_error_no_claim(pg_catalog.text, pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 
 /* The "transition not allowed" error, with a hint that fits the state. */
 CREATE FUNCTION idem_gate.m_error_state(verb pg_catalog.text, workflow pg_catalog.text,
-										key pg_catalog.text, state idem_gate.state)
+										key pg_catalog.text, state idem_gate.state,
+										detail pg_catalog.text DEFAULT NULL)
 	RETURNS void
 	LANGUAGE plpgsql IMMUTABLE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
+DECLARE
+	msg pg_catalog.text := pg_catalog.format('cannot %s key "%s" in workflow "%s": the claim is %s',
+		verb, idem_gate.m_display(key), idem_gate.m_display(workflow), state);
+	hint pg_catalog.text;
 BEGIN
-	RAISE EXCEPTION 'cannot % key "%" in workflow "%": the claim is %',
-		verb, idem_gate.m_display(key), idem_gate.m_display(workflow), state
-		USING ERRCODE = '55000',
-			  HINT = CASE state
+	hint := CASE state
 				WHEN 'completed' THEN 'A completed claim is final; idem_status() shows its receipt.'
 				WHEN 'needs_review' THEN 'Decide the outcome with idem_resolve(key, workflow, ''completed'') or idem_resolve(key, workflow, ''retry'').'
 				WHEN 'failed_retryable' THEN CASE WHEN verb OPERATOR(pg_catalog.=) 'resolve'
 					THEN 'Only needs_review and processing claims can be resolved; a failed_retryable claim runs again at its next claim.'
 					ELSE 'Claim the key again with idem_claim() or idem_claim_ex() before recording an outcome.' END
-				ELSE 'Only needs_review and processing claims can be resolved.' END;
+				ELSE CASE WHEN verb OPERATOR(pg_catalog.=) 'replay'
+					THEN 'Only a failed_retryable claim is replayed: a processing claim''s run may still finish it.'
+					ELSE 'Only needs_review and processing claims can be resolved.' END END;
+	IF detail IS NULL THEN
+		RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = msg, HINT = hint;
+	END IF;
+	RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = msg, DETAIL = detail, HINT = hint;
 END
 $$;
-REVOKE ALL ON FUNCTION idem_gate.m_error_state(pg_catalog.text, pg_catalog.text, pg_catalog.text, idem_gate.state) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem_gate.m_error_state(pg_catalog.text, pg_catalog.text, pg_catalog.text, idem_gate.state, pg_catalog.text) FROM PUBLIC;
 
 /*
  * Announce that a claim of workflow entered the inbox for reason: a
@@ -273,7 +285,8 @@ BEGIN
 								  NULL, error);
 	IF NOT retry THEN
 		PERFORM idem_gate.m_announce(workflow, 'needs_review');
-	ELSIF r.attempt OPERATOR(pg_catalog.>=) idem_gate.m_setting_number('idem_gate.max_attempts', '5', 'B') THEN
+	ELSIF r.attempt OPERATOR(pg_catalog.=) idem_gate.m_setting_number('idem_gate.max_attempts', '5', 'B') THEN
+		/* announced at the max_attempts-th failure only; the digest tells the rest */
 		PERFORM idem_gate.m_announce(workflow, 'failing');
 	END IF;
 	RETURN r.state;

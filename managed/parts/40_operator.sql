@@ -29,6 +29,54 @@ REVOKE ALL ON FUNCTION idem_gate.m_audit(pg_catalog.oid, pg_catalog.text, pg_cat
 	pg_catalog.text) FROM PUBLIC;
 
 /*
+ * Who decided a claim last, and when, for the refusal of an operator's
+ * action on a claim another operator (or the owner) decided first: the
+ * newest audit row but the janitor's escalations, which decide nothing.
+ * Names the person, the role and the time, never a reason or a token.
+ * changed_at, the claim's last change, when it has a row.
+ */
+CREATE FUNCTION idem_gate.m_last_decision(workflow pg_catalog.text, key pg_catalog.text,
+										  changed_at pg_catalog.timestamptz)
+	RETURNS pg_catalog.text
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	a record;
+	out pg_catalog.text;
+BEGIN
+	SELECT x.at, x.action, x.actor, x.session_role::pg_catalog.text AS srole,
+		   x.acting_role::pg_catalog.text AS arole, x.state_before, x.state_after
+	  INTO a
+	  FROM ONLY idem_gate.audit x
+	 WHERE x.workflow OPERATOR(pg_catalog.=) m_last_decision.workflow
+	   AND x.key OPERATOR(pg_catalog.=) m_last_decision.key
+	   AND x.action OPERATOR(pg_catalog.<>) 'escalate'
+	 ORDER BY x.id DESC LIMIT 1;
+	IF NOT FOUND THEN
+		RETURN CASE WHEN changed_at IS NULL THEN NULL
+			   ELSE pg_catalog.format('No operator has acted on it; it last changed at %s.', changed_at) END;
+	END IF;
+	out := 'The last operator action on it was ' OPERATOR(pg_catalog.||) a.action;
+	IF a.state_before IS NOT NULL AND a.state_after IS NOT NULL THEN
+		out := out OPERATOR(pg_catalog.||) pg_catalog.format(' (%s to %s)', a.state_before, a.state_after);
+	END IF;
+	out := out OPERATOR(pg_catalog.||) ' by ' OPERATOR(pg_catalog.||)
+		CASE WHEN a.actor IS NOT NULL THEN pg_catalog.format('%s (role %s)', idem_gate.m_display(a.actor), a.srole)
+			 ELSE 'role ' OPERATOR(pg_catalog.||) a.srole END;
+	IF a.srole OPERATOR(pg_catalog.<>) a.arole THEN
+		out := out OPERATOR(pg_catalog.||) ' as ' OPERATOR(pg_catalog.||) a.arole;
+	END IF;
+	out := out OPERATOR(pg_catalog.||) pg_catalog.format(' at %s.', a.at);
+	IF changed_at IS NOT NULL AND changed_at OPERATOR(pg_catalog.>) a.at THEN
+		out := out OPERATOR(pg_catalog.||) pg_catalog.format(' The claim changed since, at %s.', changed_at);
+	END IF;
+	RETURN out;
+END
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_last_decision(pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz) FROM PUBLIC;
+
+/*
  * idem_resolve's body, for both signatures: a decision about a claim
  * whose side effect may or may not have happened.
  */
@@ -71,10 +119,12 @@ BEGIN
 		 WHERE c.workflow OPERATOR(pg_catalog.=) idem_resolve.workflow
 		   AND c.key OPERATOR(pg_catalog.=) idem_resolve.key;
 		IF NOT FOUND THEN
-			PERFORM idem_gate.m_error_no_claim('resolve', workflow, key);
+			PERFORM idem_gate.m_error_no_claim('resolve', workflow, key,
+											   idem_gate.m_last_decision(workflow, key, NULL));
 		END IF;
 		IF r.state OPERATOR(pg_catalog.<>) ALL (ARRAY['processing', 'needs_review']::idem_gate.state[]) THEN
-			PERFORM idem_gate.m_error_state('resolve', workflow, key, r.state);
+			PERFORM idem_gate.m_error_state('resolve', workflow, key, r.state,
+											idem_gate.m_last_decision(workflow, key, r.updated_at));
 		END IF;
 		before := r.state;
 		t := GREATEST(pg_catalog.clock_timestamp(), r.updated_at);
@@ -181,6 +231,57 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 SELECT idem_gate_call.idem_release(CURRENT_USER::pg_catalog.regrole,
 	'@extschema@.idem_release(text,text,text,text)', key, workflow, reason, actor)
+$$;
+
+/*
+ * idem_replay's body: an operator sends a failed_retryable claim's stored
+ * payload to the gate again, because its sender cannot.  Nothing changes
+ * here but the audit trail: the decision is recorded, and the payload to
+ * send is the answer; a claim that cannot be replayed is refused first.
+ */
+CREATE FUNCTION idem_gate_call.idem_replay(caller pg_catalog.regrole, key pg_catalog.text,
+	workflow pg_catalog.text, reason pg_catalog.text, actor pg_catalog.text)
+	RETURNS pg_catalog.jsonb
+	LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	r idem_gate.claims;
+BEGIN
+	PERFORM idem_gate.m_begin(caller, '@extschema@.idem_replay(text,text,text,text)', key, workflow);
+	SELECT * INTO r FROM ONLY idem_gate.claims c
+	 WHERE c.workflow OPERATOR(pg_catalog.=) idem_replay.workflow
+	   AND c.key OPERATOR(pg_catalog.=) idem_replay.key;
+	IF NOT FOUND THEN
+		PERFORM idem_gate.m_error_no_claim('replay', workflow, key,
+										   idem_gate.m_last_decision(workflow, key, NULL));
+	END IF;
+	IF r.state OPERATOR(pg_catalog.<>) 'failed_retryable' THEN
+		PERFORM idem_gate.m_error_state('replay', workflow, key, r.state,
+										idem_gate.m_last_decision(workflow, key, r.updated_at));
+	END IF;
+	IF r.payload IS NULL THEN
+		RAISE EXCEPTION 'cannot replay key "%" in workflow "%": no payload is kept',
+			idem_gate.m_display(key), idem_gate.m_display(workflow)
+			USING ERRCODE = '55000',
+				  DETAIL = 'Only a claim whose delivery''s payload was kept can be replayed: the gate keeps it when the delivery passes it and it fits in idem_gate.max_payload_bytes.',
+				  HINT = 'Ask the sender to deliver the event again.';
+	END IF;
+	PERFORM idem_gate.m_audit(caller::pg_catalog.oid, 'replay', workflow, key, r.state, r.state,
+							  r.token, reason, actor);
+	RETURN r.payload;
+END
+$$;
+GRANT EXECUTE ON FUNCTION idem_gate_call.idem_replay(pg_catalog.regrole, pg_catalog.text,
+	pg_catalog.text, pg_catalog.text, pg_catalog.text) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.idem_replay(key pg_catalog.text, workflow pg_catalog.text,
+	reason pg_catalog.text DEFAULT NULL, actor pg_catalog.text DEFAULT NULL)
+RETURNS pg_catalog.jsonb
+LANGUAGE sql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT idem_gate_call.idem_replay(CURRENT_USER::pg_catalog.regrole, key, workflow, reason, actor)
 $$;
 
 /* idem_gate.history's body: the audit rows of a claim, oldest first; no tokens. */
