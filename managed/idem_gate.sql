@@ -513,6 +513,10 @@ GRANT EXECUTE ON FUNCTION idem_gate_call.workflow_visible(pg_catalog.regrole, pg
  * inserts: INSERT ... ON CONFLICT DO NOTHING waits for a concurrent
  * inserter and then yields to it, which PostgreSQL offers no other way to
  * do.  Expected situations never raise an error; only bad input does.
+ * Tests of the state are written "(...) IS TRUE", as in the C edition's
+ * SQL path, so that no plan can use the state index: PL/pgSQL keeps a
+ * generic plan, perhaps made while the table was empty, and every one
+ * must find its row through the primary key.
  */
 
 /*
@@ -704,9 +708,9 @@ BEGIN
 			 WHERE c.workflow OPERATOR(pg_catalog.=) p_workflow
 			   AND c.key OPERATOR(pg_catalog.=) p_key
 			   AND c.token OPERATOR(pg_catalog.=) r.token
-			   AND c.state OPERATOR(pg_catalog.=) r.state
+			   AND (c.state OPERATOR(pg_catalog.=) r.state) IS TRUE
 			   AND (c.state OPERATOR(pg_catalog.=) 'failed_retryable'
-					OR c.updated_at OPERATOR(pg_catalog.<=) p_cutoff)
+					OR c.updated_at OPERATOR(pg_catalog.<=) p_cutoff) IS TRUE
 			RETURNING * INTO r;
 			IF NOT FOUND THEN
 				CONTINUE;
@@ -1143,7 +1147,7 @@ BEGIN
 		   SET updated_at = GREATEST(pg_catalog.clock_timestamp(), c.updated_at)
 		 WHERE c.workflow OPERATOR(pg_catalog.=) idem_heartbeat.workflow
 		   AND c.key OPERATOR(pg_catalog.=) idem_heartbeat.key
-		   AND c.state OPERATOR(pg_catalog.=) 'processing'
+		   AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE
 		   AND c.token OPERATOR(pg_catalog.=) idem_heartbeat.token;
 		IF FOUND THEN
 			RETURN true;
@@ -1185,7 +1189,7 @@ BEGIN
 				   payload = NULL, payload_dropped_bytes = NULL
 			 WHERE c.workflow OPERATOR(pg_catalog.=) m_owner_finish.workflow
 			   AND c.key OPERATOR(pg_catalog.=) m_owner_finish.key
-			   AND c.state OPERATOR(pg_catalog.=) 'processing'
+			   AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE
 			   AND c.token OPERATOR(pg_catalog.=) r.token
 			RETURNING * INTO r;
 		ELSE
@@ -1193,7 +1197,7 @@ BEGIN
 			   SET state = new_state, last_error = value_error, updated_at = t
 			 WHERE c.workflow OPERATOR(pg_catalog.=) m_owner_finish.workflow
 			   AND c.key OPERATOR(pg_catalog.=) m_owner_finish.key
-			   AND c.state OPERATOR(pg_catalog.=) 'processing'
+			   AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE
 			   AND c.token OPERATOR(pg_catalog.=) r.token
 			RETURNING * INTO r;
 		END IF;
@@ -1416,7 +1420,7 @@ BEGIN
 			   payload_dropped_bytes = CASE WHEN complete THEN NULL ELSE c.payload_dropped_bytes END
 		 WHERE c.workflow OPERATOR(pg_catalog.=) idem_resolve.workflow
 		   AND c.key OPERATOR(pg_catalog.=) idem_resolve.key
-		   AND c.state OPERATOR(pg_catalog.=) ANY (ARRAY['processing', 'needs_review']::idem_gate.state[])
+		   AND (c.state OPERATOR(pg_catalog.=) ANY (ARRAY['processing', 'needs_review']::idem_gate.state[])) IS TRUE
 		   AND c.token OPERATOR(pg_catalog.=) r.token
 		RETURNING * INTO r;
 		EXIT WHEN FOUND;

@@ -9,6 +9,10 @@
  * inserts: INSERT ... ON CONFLICT DO NOTHING waits for a concurrent
  * inserter and then yields to it, which PostgreSQL offers no other way to
  * do.  Expected situations never raise an error; only bad input does.
+ * Tests of the state are written "(...) IS TRUE", as in the C edition's
+ * SQL path, so that no plan can use the state index: PL/pgSQL keeps a
+ * generic plan, perhaps made while the table was empty, and every one
+ * must find its row through the primary key.
  */
 
 /*
@@ -197,9 +201,9 @@ BEGIN
 			 WHERE c.workflow OPERATOR(pg_catalog.=) p_workflow
 			   AND c.key OPERATOR(pg_catalog.=) p_key
 			   AND c.token OPERATOR(pg_catalog.=) r.token
-			   AND c.state OPERATOR(pg_catalog.=) r.state
+			   AND (c.state OPERATOR(pg_catalog.=) r.state) IS TRUE
 			   AND (c.state OPERATOR(pg_catalog.=) 'failed_retryable'
-					OR c.updated_at OPERATOR(pg_catalog.<=) p_cutoff)
+					OR c.updated_at OPERATOR(pg_catalog.<=) p_cutoff) IS TRUE
 			RETURNING * INTO r;
 			IF NOT FOUND THEN
 				CONTINUE;

@@ -167,7 +167,7 @@ BEGIN
 		   SET updated_at = GREATEST(pg_catalog.clock_timestamp(), c.updated_at)
 		 WHERE c.workflow OPERATOR(pg_catalog.=) idem_heartbeat.workflow
 		   AND c.key OPERATOR(pg_catalog.=) idem_heartbeat.key
-		   AND c.state OPERATOR(pg_catalog.=) 'processing'
+		   AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE
 		   AND c.token OPERATOR(pg_catalog.=) idem_heartbeat.token;
 		IF FOUND THEN
 			RETURN true;
@@ -216,7 +216,7 @@ BEGIN
 				   payload = NULL, payload_dropped_bytes = NULL
 			 WHERE c.workflow OPERATOR(pg_catalog.=) m_owner_finish.workflow
 			   AND c.key OPERATOR(pg_catalog.=) m_owner_finish.key
-			   AND c.state OPERATOR(pg_catalog.=) 'processing'
+			   AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE
 			   AND c.token OPERATOR(pg_catalog.=) r.token
 			RETURNING * INTO r;
 		ELSE
@@ -224,7 +224,7 @@ BEGIN
 			   SET state = new_state, last_error = value_error, updated_at = t
 			 WHERE c.workflow OPERATOR(pg_catalog.=) m_owner_finish.workflow
 			   AND c.key OPERATOR(pg_catalog.=) m_owner_finish.key
-			   AND c.state OPERATOR(pg_catalog.=) 'processing'
+			   AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE
 			   AND c.token OPERATOR(pg_catalog.=) r.token
 			RETURNING * INTO r;
 		END IF;

@@ -137,7 +137,7 @@ BEGIN
 			   payload_dropped_bytes = CASE WHEN complete THEN NULL ELSE c.payload_dropped_bytes END
 		 WHERE c.workflow OPERATOR(pg_catalog.=) idem_resolve.workflow
 		   AND c.key OPERATOR(pg_catalog.=) idem_resolve.key
-		   AND c.state OPERATOR(pg_catalog.=) ANY (ARRAY['processing', 'needs_review']::idem_gate.state[])
+		   AND (c.state OPERATOR(pg_catalog.=) ANY (ARRAY['processing', 'needs_review']::idem_gate.state[])) IS TRUE
 		   AND c.token OPERATOR(pg_catalog.=) r.token
 		RETURNING * INTO r;
 		EXIT WHEN FOUND;
