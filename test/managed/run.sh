@@ -208,6 +208,24 @@ if [ "$n" -eq "${#specs[@]}" ] && [ "$bad" -eq 0 ]; then ok "the isolation specs
 	cat "$DIR/iso/out/regression.diffs" 2>/dev/null | head -80
 	not_ok "the isolation specs, managed edition ($bad of ${#specs[@]} differ)"; fi
 
+# the n8n recipe's SQL, as n8n's Postgres node sends it, as the role the
+# README's block creates (test/suites/30_n8n_pg.sh's queries), against the
+# managed edition
+if [ -x "$(command -v node)" ]; then
+	(cd "$ROOT/test/n8n" && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error >/dev/null 2>&1; })
+	role=idem_n8n_managed pw="m-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+	if (cd "$ROOT/test/n8n" && ./doc_grants.sh "$role" "$pw") | su_sql -d idem_managed -f - >"$DIR/grants.log" 2>&1 &&
+		(cd "$ROOT/test/n8n" && PGDATABASE=idem_managed IDEM_N8N_ROLE=$role IDEM_N8N_PASSWORD=$pw \
+			node queries.test.mjs) >"$DIR/n8n.log" 2>&1; then
+		ok "the n8n recipe's SQL, as the documented role, managed edition ($(tail -1 "$DIR/n8n.log"))"
+	else
+		cat "$DIR/grants.log"; grep -vE '^ok' "$DIR/n8n.log" | head -30
+		not_ok "the n8n recipe's SQL, as the documented role, managed edition"
+	fi
+else
+	not_ok "node is needed for the n8n recipe's SQL (scripts/deps.sh --with-node)"
+fi
+
 # canonical JSON: the C edition's suite, against the managed edition
 if [ -x "$(command -v node)" ]; then
 	PGDATABASE=idem_managed PGUSER=idem_owner IDEM_EDITION=managed bash "$ROOT/test/suites/20_jcs.sh" >"$DIR/jcs.log" 2>&1
