@@ -138,11 +138,13 @@ CREATE TABLE idem_gate.claims (
  */
 CREATE FUNCTION idem_gate.m_display(v pg_catalog.text)
 	RETURNS pg_catalog.text
-	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
-SELECT CASE WHEN pg_catalog.char_length(v) OPERATOR(pg_catalog.<=) 64 THEN v
-			ELSE pg_catalog.left(v, 61) OPERATOR(pg_catalog.||) '...' END
+BEGIN
+	RETURN (SELECT CASE WHEN pg_catalog.char_length(v) OPERATOR(pg_catalog.<=) 64 THEN v
+					ELSE pg_catalog.left(v, 61) OPERATOR(pg_catalog.||) '...' END);
+END
 $$;
 
 REVOKE ALL ON FUNCTION idem_gate.m_display(pg_catalog.text) FROM PUBLIC;
@@ -155,10 +157,12 @@ REVOKE ALL ON FUNCTION idem_gate.m_display(pg_catalog.text) FROM PUBLIC;
  */
 CREATE FUNCTION idem_gate.m_setting(name pg_catalog.text, dflt pg_catalog.text)
 	RETURNS pg_catalog.text
-	LANGUAGE sql STABLE PARALLEL SAFE
+	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
-SELECT COALESCE(NULLIF(pg_catalog.current_setting(name, true), ''), dflt)
+BEGIN
+	RETURN (SELECT COALESCE(NULLIF(pg_catalog.current_setting(name, true), ''), dflt));
+END
 $$;
 
 REVOKE ALL ON FUNCTION idem_gate.m_setting(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
@@ -365,11 +369,13 @@ REVOKE ALL ON FUNCTION idem_gate.m_caller(pg_catalog.regrole, pg_catalog.text) F
 /* The role that installed the managed edition: the owner of its schema. */
 CREATE FUNCTION idem_gate.m_owner()
 	RETURNS pg_catalog.oid
-	LANGUAGE sql STABLE PARALLEL SAFE
+	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
-SELECT n.nspowner FROM pg_catalog.pg_namespace n
- WHERE n.nspname OPERATOR(pg_catalog.=) 'idem_gate'
+BEGIN
+	RETURN (SELECT n.nspowner FROM pg_catalog.pg_namespace n
+		 WHERE n.nspname OPERATOR(pg_catalog.=) 'idem_gate');
+END
 $$;
 
 REVOKE ALL ON FUNCTION idem_gate.m_owner() FROM PUBLIC;
@@ -381,21 +387,23 @@ REVOKE ALL ON FUNCTION idem_gate.m_owner() FROM PUBLIC;
  */
 CREATE FUNCTION idem_gate.m_role_setting_on(role pg_catalog.oid)
 	RETURNS pg_catalog.bool
-	LANGUAGE sql STABLE PARALLEL SAFE
+	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
-SELECT EXISTS (
-	SELECT 1
-	  FROM pg_catalog.pg_db_role_setting s
-	 CROSS JOIN LATERAL pg_catalog.unnest(s.setconfig) AS item
-	 WHERE (s.setdatabase OPERATOR(pg_catalog.=) 0
-			OR s.setdatabase OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
-													  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
-	   AND (s.setrole OPERATOR(pg_catalog.=) 0
-			OR pg_catalog.pg_has_role(role, s.setrole, 'USAGE'))
-	   AND pg_catalog.lower(pg_catalog.split_part(item, '=', 1)) OPERATOR(pg_catalog.=) 'idem_gate.workflow_acl'
-	   AND pg_catalog.lower(pg_catalog.substr(item, pg_catalog.strpos(item, '=') OPERATOR(pg_catalog.+) 1))
-		   OPERATOR(pg_catalog.=) ANY (ARRAY['on', 'true', 'yes', '1', 't', 'y', 'tr', 'tru', 'ye']))
+BEGIN
+	RETURN (SELECT EXISTS (
+			SELECT 1
+			  FROM pg_catalog.pg_db_role_setting s
+			 CROSS JOIN LATERAL pg_catalog.unnest(s.setconfig) AS item
+			 WHERE (s.setdatabase OPERATOR(pg_catalog.=) 0
+					OR s.setdatabase OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+															  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()))
+			   AND (s.setrole OPERATOR(pg_catalog.=) 0
+					OR pg_catalog.pg_has_role(role, s.setrole, 'USAGE'))
+			   AND pg_catalog.lower(pg_catalog.split_part(item, '=', 1)) OPERATOR(pg_catalog.=) 'idem_gate.workflow_acl'
+			   AND pg_catalog.lower(pg_catalog.substr(item, pg_catalog.strpos(item, '=') OPERATOR(pg_catalog.+) 1))
+				   OPERATOR(pg_catalog.=) ANY (ARRAY['on', 'true', 'yes', '1', 't', 'y', 'tr', 'tru', 'ye'])));
+END
 $$;
 
 REVOKE ALL ON FUNCTION idem_gate.m_role_setting_on(pg_catalog.oid) FROM PUBLIC;
@@ -412,19 +420,23 @@ CREATE FUNCTION idem_gate.m_acl_applies(role pg_catalog.oid)
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 DECLARE
-	login pg_catalog.oid := (SELECT u.oid FROM pg_catalog.pg_roles u
-							  WHERE u.rolname OPERATOR(pg_catalog.=) SESSION_USER);
+	login pg_catalog.oid;
 BEGIN
-	IF role OPERATOR(pg_catalog.=) idem_gate.m_owner()
-	   OR (SELECT u.rolsuper FROM pg_catalog.pg_roles u WHERE u.oid OPERATOR(pg_catalog.=) role) THEN
+	/* one query for who is exempt: on every call's path */
+	IF role OPERATOR(pg_catalog.=) (SELECT n.nspowner FROM pg_catalog.pg_namespace n
+									WHERE n.nspname OPERATOR(pg_catalog.=) 'idem_gate')
+	   OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) role) THEN
 		RETURN false;
 	END IF;
-	RETURN COALESCE(pg_catalog.current_setting('idem_gate.workflow_acl', true), 'off')
-			   OPERATOR(pg_catalog.=) ANY (ARRAY['on', 'true', 'yes', '1'])
-		OR idem_gate.m_role_setting_on(role)
-		OR (login OPERATOR(pg_catalog.<>) role
-			AND NOT (SELECT u.rolsuper FROM pg_catalog.pg_roles u WHERE u.oid OPERATOR(pg_catalog.=) login)
-			AND idem_gate.m_role_setting_on(login));
+	IF COALESCE(pg_catalog.current_setting('idem_gate.workflow_acl', true), 'off')
+		   OPERATOR(pg_catalog.=) ANY (ARRAY['on', 'true', 'yes', '1'])
+	   OR idem_gate.m_role_setting_on(role) THEN
+		RETURN true;
+	END IF;
+	login := SESSION_USER::pg_catalog.regrole::pg_catalog.oid;
+	RETURN login OPERATOR(pg_catalog.<>) role
+		AND NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) login)
+		AND idem_gate.m_role_setting_on(login);
 END
 $$;
 
@@ -436,10 +448,12 @@ REVOKE ALL ON FUNCTION idem_gate.m_acl_applies(pg_catalog.oid) FROM PUBLIC;
  */
 CREATE FUNCTION idem_gate.m_like(pattern pg_catalog.text)
 	RETURNS pg_catalog.text
-	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
-SELECT pg_catalog.replace(pattern, '_', '\_')
+BEGIN
+	RETURN (SELECT pg_catalog.replace(pattern, '_', '\_'));
+END
 $$;
 
 REVOKE ALL ON FUNCTION idem_gate.m_like(pg_catalog.text) FROM PUBLIC;
@@ -447,13 +461,15 @@ REVOKE ALL ON FUNCTION idem_gate.m_like(pg_catalog.text) FROM PUBLIC;
 /* May role use the workflow: a pattern granted to it, or to a role whose privileges it has. */
 CREATE FUNCTION idem_gate.m_acl_allows(role pg_catalog.oid, workflow pg_catalog.text)
 	RETURNS pg_catalog.bool
-	LANGUAGE sql STABLE PARALLEL SAFE
+	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
-SELECT EXISTS (
-	SELECT 1 FROM ONLY idem_gate.workflow_acl a
-	 WHERE pg_catalog.pg_has_role(role, a.role::pg_catalog.oid, 'USAGE')
-	   AND workflow COLLATE "C" OPERATOR(pg_catalog.~~) idem_gate.m_like(a.pattern))
+BEGIN
+	RETURN (SELECT EXISTS (
+			SELECT 1 FROM ONLY idem_gate.workflow_acl a
+			 WHERE pg_catalog.pg_has_role(role, a.role::pg_catalog.oid, 'USAGE')
+			   AND workflow COLLATE "C" OPERATOR(pg_catalog.~~) idem_gate.m_like(a.pattern)));
+END
 $$;
 
 REVOKE ALL ON FUNCTION idem_gate.m_acl_allows(pg_catalog.oid, pg_catalog.text) FROM PUBLIC;
@@ -590,9 +606,12 @@ CREATE FUNCTION idem_gate.m_insert(p_workflow pg_catalog.text, p_key pg_catalog.
 								   p_exec pg_catalog.text, p_payload pg_catalog.jsonb,
 								   p_dropped pg_catalog.int4, p_issued pg_catalog.bool)
 	RETURNS idem_gate.claims
-	LANGUAGE sql VOLATILE
+	LANGUAGE plpgsql VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
+DECLARE
+	r idem_gate.claims;
+BEGIN
 INSERT INTO idem_gate.claims AS c (workflow, key, state, attempt, token,
 		execution_id, fingerprint, created_at, claimed_at, updated_at,
 		token_issued, payload, payload_dropped_bytes)
@@ -600,7 +619,9 @@ VALUES (p_workflow, p_key, 'processing', 1,
 		pg_catalog.nextval('idem_gate.token_seq'::pg_catalog.regclass),
 		p_exec, p_fp, t, t, t, p_issued, p_payload, NULLIF(p_dropped, 0))
 ON CONFLICT (workflow, key) DO NOTHING
-RETURNING *
+RETURNING * INTO r;
+RETURN r;
+END
 $$;
 
 REVOKE ALL ON FUNCTION idem_gate.m_insert(pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz,
@@ -1296,14 +1317,16 @@ CREATE FUNCTION idem_gate.m_audit(caller pg_catalog.oid, action pg_catalog.text,
 								  token pg_catalog.int8, reason pg_catalog.text,
 								  actor pg_catalog.text)
 	RETURNS void
-	LANGUAGE sql VOLATILE
+	LANGUAGE plpgsql VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
+BEGIN
 INSERT INTO idem_gate.audit (at, session_role, acting_role, action, workflow, key,
 							 state_before, state_after, token, reason, actor)
 VALUES (pg_catalog.clock_timestamp(), SESSION_USER,
 		(SELECT u.rolname FROM pg_catalog.pg_roles u WHERE u.oid OPERATOR(pg_catalog.=) caller),
-		action, workflow, key, before, after, token, reason, actor)
+		action, workflow, key, before, after, token, reason, actor);
+END
 $$;
 
 REVOKE ALL ON FUNCTION idem_gate.m_audit(pg_catalog.oid, pg_catalog.text, pg_catalog.text,

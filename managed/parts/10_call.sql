@@ -24,11 +24,13 @@
  */
 CREATE FUNCTION idem_gate.m_display(v pg_catalog.text)
 	RETURNS pg_catalog.text
-	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
-SELECT CASE WHEN pg_catalog.char_length(v) OPERATOR(pg_catalog.<=) 64 THEN v
-			ELSE pg_catalog.left(v, 61) OPERATOR(pg_catalog.||) '...' END
+BEGIN
+	RETURN (SELECT CASE WHEN pg_catalog.char_length(v) OPERATOR(pg_catalog.<=) 64 THEN v
+					ELSE pg_catalog.left(v, 61) OPERATOR(pg_catalog.||) '...' END);
+END
 $$;
 REVOKE ALL ON FUNCTION idem_gate.m_display(pg_catalog.text) FROM PUBLIC;
 
@@ -40,10 +42,12 @@ REVOKE ALL ON FUNCTION idem_gate.m_display(pg_catalog.text) FROM PUBLIC;
  */
 CREATE FUNCTION idem_gate.m_setting(name pg_catalog.text, dflt pg_catalog.text)
 	RETURNS pg_catalog.text
-	LANGUAGE sql STABLE PARALLEL SAFE
+	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
-SELECT COALESCE(NULLIF(pg_catalog.current_setting(name, true), ''), dflt)
+BEGIN
+	RETURN (SELECT COALESCE(NULLIF(pg_catalog.current_setting(name, true), ''), dflt));
+END
 $$;
 REVOKE ALL ON FUNCTION idem_gate.m_setting(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 

@@ -84,9 +84,12 @@ CREATE FUNCTION idem_gate.m_insert(p_workflow pg_catalog.text, p_key pg_catalog.
 								   p_exec pg_catalog.text, p_payload pg_catalog.jsonb,
 								   p_dropped pg_catalog.int4, p_issued pg_catalog.bool)
 	RETURNS idem_gate.claims
-	LANGUAGE sql VOLATILE
+	LANGUAGE plpgsql VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
+DECLARE
+	r idem_gate.claims;
+BEGIN
 INSERT INTO idem_gate.claims AS c (workflow, key, state, attempt, token,
 		execution_id, fingerprint, created_at, claimed_at, updated_at,
 		token_issued, payload, payload_dropped_bytes)
@@ -94,7 +97,9 @@ VALUES (p_workflow, p_key, 'processing', 1,
 		pg_catalog.nextval('idem_gate.token_seq'::pg_catalog.regclass),
 		p_exec, p_fp, t, t, t, p_issued, p_payload, NULLIF(p_dropped, 0))
 ON CONFLICT (workflow, key) DO NOTHING
-RETURNING *
+RETURNING * INTO r;
+RETURN r;
+END
 $$;
 REVOKE ALL ON FUNCTION idem_gate.m_insert(pg_catalog.text, pg_catalog.text, pg_catalog.timestamptz,
 	pg_catalog.text, pg_catalog.text, pg_catalog.jsonb, pg_catalog.int4, pg_catalog.bool) FROM PUBLIC;

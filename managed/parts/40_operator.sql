@@ -15,14 +15,16 @@ CREATE FUNCTION idem_gate.m_audit(caller pg_catalog.oid, action pg_catalog.text,
 								  token pg_catalog.int8, reason pg_catalog.text,
 								  actor pg_catalog.text)
 	RETURNS void
-	LANGUAGE sql VOLATILE
+	LANGUAGE plpgsql VOLATILE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
+BEGIN
 INSERT INTO idem_gate.audit (at, session_role, acting_role, action, workflow, key,
 							 state_before, state_after, token, reason, actor)
 VALUES (pg_catalog.clock_timestamp(), SESSION_USER,
 		(SELECT u.rolname FROM pg_catalog.pg_roles u WHERE u.oid OPERATOR(pg_catalog.=) caller),
-		action, workflow, key, before, after, token, reason, actor)
+		action, workflow, key, before, after, token, reason, actor);
+END
 $$;
 REVOKE ALL ON FUNCTION idem_gate.m_audit(pg_catalog.oid, pg_catalog.text, pg_catalog.text,
 	pg_catalog.text, idem_gate.state, idem_gate.state, pg_catalog.int8, pg_catalog.text,
