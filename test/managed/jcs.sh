@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Canonical JSON of the managed edition (managed/parts/30_canonical.sql)
-# against the C edition's tests, in a throwaway "managed-like" cluster: no
-# shared_preload_libraries, no C, the part installed by a role that is not
+# Canonical JSON of the managed edition (managed/parts/30_canonical.sql and
+# 31_canonical_number.sql) against the C edition's tests, in a throwaway
+# "managed-like" cluster: no shared_preload_libraries, no C, the part
+# installed by a role that is not
 # a superuser (LOGIN CREATEDB CREATEROLE, like rds_superuser) into its own
 # database, with @extschema@ replaced by public.
 #
@@ -72,7 +73,7 @@ export PGUSER=jcs_owner PGDATABASE=jcs_managed
 # The part as the generator will give it, schema idem_gate first.
 {
 	echo "CREATE SCHEMA idem_gate;"
-	sed 's/@extschema@/public/g' "$here/managed/parts/30_canonical.sql"
+	sed 's/@extschema@/public/g' "$here"/managed/parts/3[01]_canonical*.sql
 } >"$work/part.sql"
 "${psql[@]}" -f "$work/part.sql" >"$work/load.log" 2>&1
 check $? "the part loads as a role that is neither superuser nor allowed C"
@@ -113,7 +114,7 @@ fi
 {
 	echo "\\set ECHO none"
 	echo "CREATE SCHEMA idem_gate;"
-	sed 's/@extschema@/public/g' "$here/managed/parts/30_canonical.sql"
+	sed 's/@extschema@/public/g' "$here"/managed/parts/3[01]_canonical*.sql
 	echo "\\set ECHO all"
 } >"$work/load_quiet.sql"
 subst() {
