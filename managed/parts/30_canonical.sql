@@ -23,7 +23,10 @@
  * is an E'' string, so that no setting of the caller changes an answer;
  * the number formatter also pins extra_float_digits.  The helpers live in
  * schema idem_gate and are not executable by PUBLIC: only the five SQL
- * functions of the contract are.
+ * functions of the contract are.  Those five are SECURITY DEFINER, so that
+ * a caller needs neither USAGE on idem_gate nor EXECUTE on a helper (as
+ * with the C edition, everyone may call them); they read no table and run
+ * no dynamic SQL, so their owner's rights give a caller nothing else.
  */
 
 /*
@@ -562,7 +565,7 @@ REVOKE ALL ON FUNCTION idem_gate.jcs_field(pg_catalog.jsonb, pg_catalog.text) FR
 CREATE FUNCTION @extschema@.idem_canonical(doc pg_catalog.jsonb,
 										   numbers pg_catalog.text DEFAULT 'safe')
 	RETURNS pg_catalog.text
-	LANGUAGE plpgsql IMMUTABLE CALLED ON NULL INPUT PARALLEL SAFE
+	LANGUAGE plpgsql IMMUTABLE CALLED ON NULL INPUT PARALLEL SAFE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 BEGIN
@@ -583,7 +586,7 @@ COMMENT ON FUNCTION @extschema@.idem_canonical(pg_catalog.jsonb, pg_catalog.text
 CREATE FUNCTION @extschema@.idem_canonical(doc pg_catalog.json,
 										   numbers pg_catalog.text DEFAULT 'safe')
 	RETURNS pg_catalog.text
-	LANGUAGE plpgsql IMMUTABLE CALLED ON NULL INPUT PARALLEL SAFE
+	LANGUAGE plpgsql IMMUTABLE CALLED ON NULL INPUT PARALLEL SAFE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 BEGIN
@@ -609,7 +612,7 @@ COMMENT ON FUNCTION @extschema@.idem_canonical(pg_catalog.json, pg_catalog.text)
 CREATE FUNCTION @extschema@.idem_hash(doc pg_catalog.jsonb,
 									  numbers pg_catalog.text DEFAULT 'safe')
 	RETURNS pg_catalog.text
-	LANGUAGE plpgsql IMMUTABLE CALLED ON NULL INPUT PARALLEL SAFE
+	LANGUAGE plpgsql IMMUTABLE CALLED ON NULL INPUT PARALLEL SAFE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 BEGIN
@@ -630,7 +633,7 @@ COMMENT ON FUNCTION @extschema@.idem_hash(pg_catalog.jsonb, pg_catalog.text) IS
 CREATE FUNCTION @extschema@.idem_hash(doc pg_catalog.json,
 									  numbers pg_catalog.text DEFAULT 'safe')
 	RETURNS pg_catalog.text
-	LANGUAGE plpgsql IMMUTABLE CALLED ON NULL INPUT PARALLEL SAFE
+	LANGUAGE plpgsql IMMUTABLE CALLED ON NULL INPUT PARALLEL SAFE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 BEGIN
@@ -658,7 +661,7 @@ CREATE FUNCTION @extschema@.idem_hash(doc pg_catalog.jsonb,
 									  fields pg_catalog.text[],
 									  numbers pg_catalog.text DEFAULT 'safe')
 	RETURNS pg_catalog.text
-	LANGUAGE plpgsql IMMUTABLE CALLED ON NULL INPUT PARALLEL SAFE
+	LANGUAGE plpgsql IMMUTABLE CALLED ON NULL INPUT PARALLEL SAFE SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 DECLARE

@@ -2,9 +2,9 @@
 # Canonical JSON of the managed edition (managed/parts/30_canonical.sql and
 # 31_canonical_number.sql) against the C edition's tests, in a throwaway
 # "managed-like" cluster: no shared_preload_libraries, no C, the part
-# installed by a role that is not
-# a superuser (LOGIN CREATEDB CREATEROLE, like rds_superuser) into its own
-# database, with @extschema@ replaced by public.
+# installed by a role that is not a superuser (LOGIN CREATEDB CREATEROLE,
+# like rds_superuser) into its own database, with @extschema@ replaced by
+# public; the tests call it as another role, with no right on the part.
 #
 #  1. test/suites/20_jcs.sh with IDEM_EDITION=managed: the RFC 8785
 #     vectors, the ES6 number files, the differential test against
@@ -62,11 +62,14 @@ psql=("$bindir/psql" -X -q -v ON_ERROR_STOP=1)
 "${psql[@]}" -U postgres -d postgres \
 	-c "CREATE ROLE jcs_owner LOGIN NOSUPERUSER CREATEDB CREATEROLE" \
 	-c "CREATE DATABASE jcs_managed OWNER jcs_owner" >/dev/null
-# What the test files themselves need, not the part: canonical_vectors
-# reads the vector files with COPY, canonical_errors lowers max_stack_depth.
-"${psql[@]}" -U postgres -d postgres -c "GRANT pg_read_server_files TO jcs_owner" >/dev/null
+# The caller of the tests, and what the test files themselves need, not
+# the part: canonical_vectors reads the vector files with COPY,
+# canonical_errors lowers max_stack_depth, canonical_encoding creates a
+# LATIN1 database.
+"${psql[@]}" -U postgres -d postgres -c "CREATE ROLE jcs_caller LOGIN CREATEDB" \
+	-c "GRANT pg_read_server_files TO jcs_caller" >/dev/null
 if [ "$("$bindir/psql" -X -At -U postgres -d postgres -c "SHOW server_version_num")" -ge 150000 ]; then
-	"${psql[@]}" -U postgres -d postgres -c "GRANT SET ON PARAMETER max_stack_depth TO jcs_owner" >/dev/null
+	"${psql[@]}" -U postgres -d postgres -c "GRANT SET ON PARAMETER max_stack_depth TO jcs_caller" >/dev/null
 fi
 export PGUSER=jcs_owner PGDATABASE=jcs_managed
 
@@ -88,16 +91,26 @@ check $? "no function of the part is in C"
 check $? "every function pins search_path"
 "${psql[@]}" -At -c "SELECT string_agg(p.oid::regprocedure::text, ' ' ORDER BY 1) FROM pg_proc p
 	WHERE p.pronamespace = 'public'::regnamespace AND p.provolatile = 'i' AND NOT p.proisstrict
-	AND p.proparallel = 's' AND has_function_privilege('public', p.oid, 'EXECUTE')" >"$work/api"
+	AND p.proparallel = 's' AND p.prosecdef AND has_function_privilege('public', p.oid, 'EXECUTE')" >"$work/api"
 grep -qx "idem_canonical(json,text) idem_canonical(jsonb,text) idem_hash(json,text) idem_hash(jsonb,text) idem_hash(jsonb,text\[\],text)" "$work/api"
-check $? "the five functions: IMMUTABLE, CALLED ON NULL INPUT, PARALLEL SAFE, executable by PUBLIC"
+check $? "the five functions: IMMUTABLE, CALLED ON NULL INPUT, PARALLEL SAFE, SECURITY DEFINER, executable by PUBLIC"
 "${psql[@]}" -At -c "SELECT count(*) FROM pg_proc p WHERE p.pronamespace = 'idem_gate'::regnamespace
 	AND has_function_privilege('public', p.oid, 'EXECUTE')" | grep -qx 0
 check $? "no helper in idem_gate is executable by PUBLIC"
+# Another role, with no right on anything of the part, calls the five as
+# the C edition's users do, and cannot call a helper.
+"${psql[@]}" -U jcs_caller -At -c "SELECT idem_canonical('{\"b\":[1E30,4.50,-0],\"a\":\"x\"}'::jsonb)
+	|| idem_canonical('{\"b\":1,\"a\":2}'::json) || idem_hash('{\"a\":1}'::jsonb)
+	|| idem_hash('{\"a\":1}'::json) || idem_hash('{\"a\":1}'::jsonb, ARRAY['a'])" >"$work/caller" 2>&1
+grep -qx '{"a":"x","b":\[1e+30,4.5,0\]}{"a":2,"b":1}015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862' "$work/caller"
+check $? "a role without rights on the part calls the five functions"
+"${psql[@]}" -U jcs_caller -At -c "SELECT idem_gate.jcs_number('1', 'rfc')" 2>&1 |
+	grep -q 'permission denied for schema idem_gate'
+check $? "that role cannot call a helper"
 
 # 1. The canonical JSON suite.
 if [ "${JCS_SKIP_SUITE:-0}" != 1 ]; then
-	IDEM_EDITION=managed "$here/test/suites/20_jcs.sh" >"$work/suite.log" 2>&1
+	PGUSER=jcs_caller IDEM_EDITION=managed "$here/test/suites/20_jcs.sh" >"$work/suite.log" 2>&1
 	sed 's/^/  # /' "$work/suite.log" | grep -v '^  # ok - ' | grep -v '^  # [0-9]* passed'
 	last="$(tail -n 1 "$work/suite.log")"
 	sp="$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' <<<"$last")"
@@ -133,7 +146,7 @@ for t in canonical canonical_encoding canonical_errors canonical_sink canonical_
 			check 1 "test/managed/expected/$t.patch applies"
 	fi
 	PG_ABS_SRCDIR="$here" PGOPTIONS="-c intervalstyle=postgres_verbose" \
-		"$bindir/psql" -X -a -q -d jcs_managed -v HIDE_TABLEAM=on -v HIDE_TOAST_COMPRESSION=on \
+		"$bindir/psql" -X -a -q -U jcs_caller -d jcs_managed -v HIDE_TABLEAM=on -v HIDE_TOAST_COMPRESSION=on \
 		-v SHOW_CONTEXT=never <"$work/$t.sql" >"$work/$t.out" 2>&1
 	if diff -u "$work/$t.expected" "$work/$t.out" >"$work/$t.diff"; then
 		check 0 "pg_regress file $t against expected/$t.out"
