@@ -104,8 +104,8 @@ check $? "no helper in idem_gate is executable by PUBLIC"
 	|| idem_hash('{\"a\":1}'::json) || idem_hash('{\"a\":1}'::jsonb, ARRAY['a'])" >"$work/caller" 2>&1
 grep -qx '{"a":"x","b":\[1e+30,4.5,0\]}{"a":2,"b":1}015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862' "$work/caller"
 check $? "a role without rights on the part calls the five functions"
-"${psql[@]}" -U jcs_caller -At -c "SELECT idem_gate.jcs_number('1', 'rfc')" 2>&1 |
-	grep -q 'permission denied for schema idem_gate'
+"${psql[@]}" -U jcs_caller -At -c "SELECT idem_gate.jcs_number('1', 'rfc')" >"$work/helper" 2>&1
+grep -q 'permission denied for schema idem_gate' "$work/helper"
 check $? "that role cannot call a helper"
 
 # 1. The canonical JSON suite.
