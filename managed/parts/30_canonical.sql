@@ -295,6 +295,7 @@ CREATE FUNCTION idem_gate.jcs_canonical_json(doc pg_catalog.json, numbers pg_cat
 	AS $$
 DECLARE
 	src text := doc::text;
+	jdoc json := doc;
 	plain text;
 	m text[];
 	nul text;
@@ -334,6 +335,7 @@ BEGIN
 				END IF;
 			END LOOP;
 			src := replace(replace(replace(src, E'\\\\', bs), E'\\u0000', nul), bs, E'\\\\');
+			jdoc := src::json;
 		END IF;
 	END IF;
 
@@ -342,15 +344,15 @@ BEGIN
 	 * whether its name is given twice in its object.
 	 */
 	WITH RECURSIVE t(sk, v, typ, s, dup) AS (
-		SELECT ''::bytea, src::json, json_typeof(src::json), CASE json_typeof(src::json) WHEN 'object' THEN '{' WHEN 'array' THEN '['
-						WHEN 'string' THEN CASE WHEN strpos(src::json::text, E'\\') = 0 THEN btrim(src::json::text, E' \t\n\r')
-						 ELSE to_json(src::json #>> '{}')::text END
-						WHEN 'number' THEN CASE WHEN src::json::text ~ '^(0|-?[1-9][0-9]{0,14})$' OR
-							  (src::json::text ~ E'^-?([1-9][0-9]*\\.[0-9]*[1-9]|0\\.0{0,5}[1-9]([0-9]*[1-9])?)$' AND
-							   length(src::json::text) <= 16)
-						 THEN src::json::text
-						 ELSE idem_gate.jcs_number(btrim(src::json::text, E' \t\n\r'), numbers) END
-						ELSE btrim(src::json::text, E' \t\n\r') END, false
+		SELECT ''::bytea, jdoc, json_typeof(jdoc), CASE json_typeof(jdoc) WHEN 'object' THEN '{' WHEN 'array' THEN '['
+						WHEN 'string' THEN CASE WHEN strpos(jdoc::text, E'\\') = 0 THEN btrim(jdoc::text, E' \t\n\r')
+						 ELSE to_json(jdoc #>> '{}')::text END
+						WHEN 'number' THEN CASE WHEN jdoc::text ~ '^(0|-?[1-9][0-9]{0,14})$' OR
+							  (jdoc::text ~ E'^-?([1-9][0-9]*\\.[0-9]*[1-9]|0\\.0{0,5}[1-9]([0-9]*[1-9])?)$' AND
+							   length(jdoc::text) <= 16)
+						 THEN jdoc::text
+						 ELSE idem_gate.jcs_number(btrim(jdoc::text, E' \t\n\r'), numbers) END
+						ELSE btrim(jdoc::text, E' \t\n\r') END, false
 	UNION ALL
 		SELECT t.sk || c.sk, c.v, c.typ, c.s, c.dup
 		  FROM t CROSS JOIN LATERAL (
@@ -406,7 +408,7 @@ BEGIN
 
 	/* A duplicate or a refused number: the walk again, to say which. */
 	WITH RECURSIVE t(sk, pre, v, typ, pkey, pidx) AS (
-		SELECT ''::bytea, '', src::json, json_typeof(src::json), NULL::text, NULL::int4
+		SELECT ''::bytea, '', jdoc, json_typeof(jdoc), NULL::text, NULL::int4
 	UNION ALL
 		SELECT t.sk || c.sk, c.pre, c.v, json_typeof(c.v), c.pkey, c.pidx
 		  FROM t CROSS JOIN LATERAL (
