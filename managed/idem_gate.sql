@@ -467,8 +467,8 @@ CREATE FUNCTION idem_gate.m_acl_allows(role pg_catalog.oid, workflow pg_catalog.
 BEGIN
 	RETURN (SELECT EXISTS (
 			SELECT 1 FROM ONLY idem_gate.workflow_acl a
-			 WHERE pg_catalog.pg_has_role(role, a.role::pg_catalog.oid, 'USAGE')
-			   AND workflow COLLATE "C" OPERATOR(pg_catalog.~~) idem_gate.m_like(a.pattern)));
+			 WHERE pg_catalog.pg_has_role(m_acl_allows.role, a.role::pg_catalog.oid, 'USAGE')
+			   AND m_acl_allows.workflow COLLATE "C" OPERATOR(pg_catalog.~~) idem_gate.m_like(a.pattern)));
 END
 $$;
 
@@ -2652,35 +2652,29 @@ BEGIN
 	escalated := 0;
 
 	/* retention: completed claims, then failed_retryable ones */
-	FOR w IN SELECT * FROM idem_gate.m_workflows('completed') LOOP
-		cutoff := idem_gate.m_policy_cutoff(w, 'retention', 'idem_gate.retention', '30d', now);
-		CONTINUE WHEN cutoff IS NULL;
-		DELETE FROM ONLY idem_gate.claims d
-		 WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
-				SELECT c.ctid FROM ONLY idem_gate.claims c
-				 WHERE c.state OPERATOR(pg_catalog.=) 'completed'
-				   AND c.workflow OPERATOR(pg_catalog.=) w
-				   AND c.updated_at OPERATOR(pg_catalog.<) cutoff
-				   FOR UPDATE OF c SKIP LOCKED))
-		   AND d.state OPERATOR(pg_catalog.=) 'completed'
-		   AND d.updated_at OPERATOR(pg_catalog.<) cutoff;
-		GET DIAGNOSTICS n = ROW_COUNT;
-		deleted_completed := deleted_completed OPERATOR(pg_catalog.+) n;
-	END LOOP;
-	FOR w IN SELECT * FROM idem_gate.m_workflows('failed_retryable') LOOP
-		cutoff := idem_gate.m_policy_cutoff(w, 'failed_retention', 'idem_gate.failed_retention', '7d', now);
-		CONTINUE WHEN cutoff IS NULL;
-		DELETE FROM ONLY idem_gate.claims d
-		 WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
-				SELECT c.ctid FROM ONLY idem_gate.claims c
-				 WHERE c.state OPERATOR(pg_catalog.=) 'failed_retryable'
-				   AND c.workflow OPERATOR(pg_catalog.=) w
-				   AND c.updated_at OPERATOR(pg_catalog.<) cutoff
-				   FOR UPDATE OF c SKIP LOCKED))
-		   AND d.state OPERATOR(pg_catalog.=) 'failed_retryable'
-		   AND d.updated_at OPERATOR(pg_catalog.<) cutoff;
-		GET DIAGNOSTICS n = ROW_COUNT;
-		deleted_failed := deleted_failed OPERATOR(pg_catalog.+) n;
+	FOR s IN SELECT v.st::idem_gate.state AS st, v.col, v.setting, v.dflt
+			   FROM (VALUES ('completed', 'retention', 'idem_gate.retention', '30d'),
+							('failed_retryable', 'failed_retention', 'idem_gate.failed_retention', '7d'))
+					AS v(st, col, setting, dflt) LOOP
+		FOR w IN SELECT * FROM idem_gate.m_workflows(s.st) LOOP
+			cutoff := idem_gate.m_policy_cutoff(w, s.col, s.setting, s.dflt, now);
+			CONTINUE WHEN cutoff IS NULL;
+			DELETE FROM ONLY idem_gate.claims d
+			 WHERE d.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+					SELECT c.ctid FROM ONLY idem_gate.claims c
+					 WHERE c.state OPERATOR(pg_catalog.=) s.st
+					   AND c.workflow OPERATOR(pg_catalog.=) w
+					   AND c.updated_at OPERATOR(pg_catalog.<) cutoff
+					   FOR UPDATE OF c SKIP LOCKED))
+			   AND d.state OPERATOR(pg_catalog.=) s.st
+			   AND d.updated_at OPERATOR(pg_catalog.<) cutoff;
+			GET DIAGNOSTICS n = ROW_COUNT;
+			IF s.st OPERATOR(pg_catalog.=) 'completed' THEN
+				deleted_completed := deleted_completed OPERATOR(pg_catalog.+) n;
+			ELSE
+				deleted_failed := deleted_failed OPERATOR(pg_catalog.+) n;
+			END IF;
+		END LOOP;
 	END LOOP;
 
 	/*

@@ -111,8 +111,8 @@ CREATE FUNCTION idem_gate.m_acl_allows(role pg_catalog.oid, workflow pg_catalog.
 BEGIN
 	RETURN (SELECT EXISTS (
 			SELECT 1 FROM ONLY idem_gate.workflow_acl a
-			 WHERE pg_catalog.pg_has_role(role, a.role::pg_catalog.oid, 'USAGE')
-			   AND workflow COLLATE "C" OPERATOR(pg_catalog.~~) idem_gate.m_like(a.pattern)));
+			 WHERE pg_catalog.pg_has_role(m_acl_allows.role, a.role::pg_catalog.oid, 'USAGE')
+			   AND m_acl_allows.workflow COLLATE "C" OPERATOR(pg_catalog.~~) idem_gate.m_like(a.pattern)));
 END
 $$;
 REVOKE ALL ON FUNCTION idem_gate.m_acl_allows(pg_catalog.oid, pg_catalog.text) FROM PUBLIC;
