@@ -16,42 +16,37 @@ CREATE FUNCTION idem_gate.m_pattern_symbols(pattern pg_catalog.text)
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 DECLARE
-	out pg_catalog.text[] := '{}';
-	i pg_catalog.int4 := 1;
-	n pg_catalog.int4 := pg_catalog.char_length(pattern);
-	ch pg_catalog.text;
+	out pg_catalog.text[];
+	bad pg_catalog.bool;
 BEGIN
-	WHILE i OPERATOR(pg_catalog.<=) n LOOP
-		ch := pg_catalog.substr(pattern, i, 1);
-		IF ch OPERATOR(pg_catalog.=) '%' THEN
-			out := out OPERATOR(pg_catalog.||) NULL::pg_catalog.text;
-		ELSIF ch OPERATOR(pg_catalog.=) '\' THEN
-			i := i OPERATOR(pg_catalog.+) 1;
-			ch := pg_catalog.substr(pattern, i, 1);
-			IF ch OPERATOR(pg_catalog.<>) ALL (ARRAY['%', '\']) OR ch OPERATOR(pg_catalog.=) '' THEN
-				RAISE EXCEPTION 'pattern "%" has a backslash that escapes nothing', idem_gate.m_display(pattern)
-					USING ERRCODE = '22023',
-						  DETAIL = 'In a pattern, % is any run of characters, \% a literal % and \\ a literal backslash; every other character, _ included, stands for itself.',
-						  HINT = 'Double the backslash to match one.';
-			END IF;
-			out := out OPERATOR(pg_catalog.||) ch;
-		ELSE
-			out := out OPERATOR(pg_catalog.||) ch;
-		END IF;
-		i := i OPERATOR(pg_catalog.+) 1;
-	END LOOP;
-	RETURN out;
+	/* one pass over the characters: \x, or one character */
+	SELECT pg_catalog.array_agg(CASE WHEN m.t OPERATOR(pg_catalog.=) '%' THEN NULL
+									 WHEN pg_catalog.length(m.t) OPERATOR(pg_catalog.=) 2 THEN pg_catalog.substr(m.t, 2, 1)
+									 ELSE m.t END ORDER BY m.n),
+		   pg_catalog.bool_or(m.t OPERATOR(pg_catalog.=) E'\\'
+							  OR (pg_catalog.length(m.t) OPERATOR(pg_catalog.=) 2
+								  AND pg_catalog.substr(m.t, 2, 1) OPERATOR(pg_catalog.<>) ALL (ARRAY['%', E'\\'])))
+	  INTO out, bad
+	  FROM (SELECT x.a[1] AS t, x.n
+			  FROM pg_catalog.regexp_matches(pattern, E'\\\\.|.', 'g') WITH ORDINALITY AS x(a, n)) m;
+	IF bad THEN
+		RAISE EXCEPTION 'pattern "%" has a backslash that escapes nothing', idem_gate.m_display(pattern)
+			USING ERRCODE = '22023',
+				  DETAIL = 'In a pattern, % is any run of characters, \% a literal % and \\ a literal backslash; every other character, _ included, stands for itself.',
+				  HINT = 'Double the backslash to match one.';
+	END IF;
+	RETURN COALESCE(out, '{}');
 END
 $$;
 REVOKE ALL ON FUNCTION idem_gate.m_pattern_symbols(pg_catalog.text) FROM PUBLIC;
 
 /*
  * Does pattern p match every workflow pattern q matches?  q's wildcard
- * can only be met by one of p's; a literal by the same literal or p's
- * wildcard.  (q from position i, p from position j.)
+ * (NULL) can only be met by one of p's; a literal by the same literal or
+ * p's wildcard.  Glob matching, greedy with one step back to p's last
+ * wildcard, so a long pattern costs no recursion.
  */
-CREATE FUNCTION idem_gate.m_symbols_cover(q pg_catalog.text[], i pg_catalog.int4,
-										  p pg_catalog.text[], j pg_catalog.int4)
+CREATE FUNCTION idem_gate.m_symbols_cover(q pg_catalog.text[], p pg_catalog.text[])
 	RETURNS pg_catalog.bool
 	LANGUAGE plpgsql IMMUTABLE
 	SET search_path = pg_catalog, pg_temp
@@ -59,20 +54,35 @@ CREATE FUNCTION idem_gate.m_symbols_cover(q pg_catalog.text[], i pg_catalog.int4
 DECLARE
 	nq pg_catalog.int4 := COALESCE(pg_catalog.cardinality(q), 0);
 	np pg_catalog.int4 := COALESCE(pg_catalog.cardinality(p), 0);
+	i pg_catalog.int4 := 1;
+	j pg_catalog.int4 := 1;
+	star_j pg_catalog.int4 := 0;
+	star_i pg_catalog.int4 := 0;
 BEGIN
-	IF j OPERATOR(pg_catalog.>) np THEN
-		RETURN i OPERATOR(pg_catalog.>) nq;
-	END IF;
-	IF p[j] IS NULL THEN
-		/* p's wildcard takes nothing more, or one more symbol of q */
-		RETURN idem_gate.m_symbols_cover(q, i, p, j OPERATOR(pg_catalog.+) 1)
-			OR (i OPERATOR(pg_catalog.<=) nq AND idem_gate.m_symbols_cover(q, i OPERATOR(pg_catalog.+) 1, p, j));
-	END IF;
-	RETURN i OPERATOR(pg_catalog.<=) nq AND q[i] IS NOT NULL AND q[i] OPERATOR(pg_catalog.=) p[j]
-		AND idem_gate.m_symbols_cover(q, i OPERATOR(pg_catalog.+) 1, p, j OPERATOR(pg_catalog.+) 1);
+	WHILE i OPERATOR(pg_catalog.<=) nq LOOP
+		IF j OPERATOR(pg_catalog.<=) np AND p[j] IS NOT NULL AND q[i] IS NOT NULL
+		   AND p[j] OPERATOR(pg_catalog.=) q[i] THEN
+			i := i OPERATOR(pg_catalog.+) 1;
+			j := j OPERATOR(pg_catalog.+) 1;
+		ELSIF j OPERATOR(pg_catalog.<=) np AND p[j] IS NULL THEN
+			star_j := j;
+			star_i := i;
+			j := j OPERATOR(pg_catalog.+) 1;
+		ELSIF star_j OPERATOR(pg_catalog.>) 0 THEN
+			star_i := star_i OPERATOR(pg_catalog.+) 1;
+			i := star_i;
+			j := star_j OPERATOR(pg_catalog.+) 1;
+		ELSE
+			RETURN false;
+		END IF;
+	END LOOP;
+	WHILE j OPERATOR(pg_catalog.<=) np AND p[j] IS NULL LOOP
+		j := j OPERATOR(pg_catalog.+) 1;
+	END LOOP;
+	RETURN j OPERATOR(pg_catalog.>) np;
 END
 $$;
-REVOKE ALL ON FUNCTION idem_gate.m_symbols_cover(pg_catalog.text[], pg_catalog.int4, pg_catalog.text[], pg_catalog.int4) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem_gate.m_symbols_cover(pg_catalog.text[], pg_catalog.text[]) FROM PUBLIC;
 
 /*
  * grant_workflow's and revoke_workflow's body: as the owner, for the
@@ -108,7 +118,7 @@ BEGIN
 	   AND NOT (SELECT u.rolsuper FROM pg_catalog.pg_roles u WHERE u.oid OPERATOR(pg_catalog.=) who)
 	   AND NOT EXISTS (SELECT 1 FROM ONLY idem_gate.workflow_acl a
 						WHERE pg_catalog.pg_has_role(who, a.role::pg_catalog.oid, 'USAGE')
-						  AND idem_gate.m_symbols_cover(symbols, 1, idem_gate.m_pattern_symbols(a.pattern), 1)) THEN
+						  AND idem_gate.m_symbols_cover(symbols, idem_gate.m_pattern_symbols(a.pattern))) THEN
 		RAISE EXCEPTION 'role "%" may not % pattern "%"',
 			(SELECT u.rolname FROM pg_catalog.pg_roles u WHERE u.oid OPERATOR(pg_catalog.=) who), verb,
 			idem_gate.m_display(pattern)

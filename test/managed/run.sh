@@ -202,8 +202,9 @@ $AS_PG "$BIN/../lib/pgxs/src/test/isolation/pg_isolation_regress" \
 	--host=127.0.0.1 --port="$MPORT" --user=postgres --inputdir="$DIR/iso" --outputdir="$DIR/iso/out" \
 	--dbname=idem_iso_managed "${specs[@]}" >"$DIR/iso.log" 2>&1
 grep -E '^(test|ok|not ok)' "$DIR/iso.log" | sed 's/^/  /'
-n=$(grep -cE '^(ok|not ok)' "$DIR/iso.log")
-bad=$(grep -cE '^not ok' "$DIR/iso.log")
+# "test NAME ... ok" (15) or TAP's "ok N - NAME" (16 and later)
+n=$(grep -cE '^(ok|not ok) |^test .*\.\.\. *(ok|FAILED)' "$DIR/iso.log")
+bad=$(grep -cE '^not ok |^test .*\.\.\. *FAILED' "$DIR/iso.log")
 if [ "$n" -eq "${#specs[@]}" ] && [ "$bad" -eq 0 ]; then ok "the isolation specs (${#specs[@]}), managed edition"; else
 	cat "$DIR/iso/out/regression.diffs" 2>/dev/null | head -80
 	not_ok "the isolation specs, managed edition ($bad of ${#specs[@]} differ)"; fi
