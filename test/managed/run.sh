@@ -24,7 +24,7 @@
 # IDEM_PG_ROOT, PGPORT), or by hand on the host's 15:
 #   test/managed/run.sh            # needs root, postgresql-15-cron, idem_gate installed
 # IDEM_MANAGED_SECONDS sets the model's and the differential test's length
-# (default 40 each); IDEM_MANAGED_KEEP=1 keeps the server's directory.  Ends with one line "N passed, N failed".
+# (default 25 each); IDEM_MANAGED_KEEP=1 keeps the server's directory.  Ends with one line "N passed, N failed".
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$here/../.." && pwd)
@@ -33,7 +33,7 @@ BIN=${IDEM_PG_BIN:-$(pg_config --bindir)}
 AS_PG=${IDEM_PG_AS_POSTGRES:-runuser -u postgres --}
 RDIR=${IDEM_PG_ROOT:-}
 MPORT=$((${PGPORT:-55432} + 9))
-SECONDS_EACH=${IDEM_MANAGED_SECONDS:-40}
+SECONDS_EACH=${IDEM_MANAGED_SECONDS:-25}
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/idem_gate_managed.XXXXXX")
 chmod 755 "$DIR"
 pass=0 fail=0
