@@ -50,7 +50,7 @@ finish() {
 }
 trap finish EXIT
 # the results of libpq programs, as the superuser and as the owner
-export PGHOST=127.0.0.1 PGPORT=$MPORT PGUSER=postgres
+export PGHOST=127.0.0.1 PGPORT=$MPORT PGUSER=postgres PGDATABASE=postgres
 su_sql() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 owner_sql() { psql -X -q -At -v ON_ERROR_STOP=1 -U idem_owner "$@"; }
 # the SQLSTATE and message of a failing statement, as "CODE message"
