@@ -336,9 +336,13 @@ type_is_ours(Oid typid)
 /*
  * Does an index run code when a row is written: expressions or a
  * predicate that call code, or an operator class that is not
- * PostgreSQL's own?  *plain is set when it has neither expressions nor
- * predicate, checks no exclusion and is not deferred, so that the direct
- * writes maintain it exactly as an INSERT or UPDATE would.
+ * PostgreSQL's own?  *plain is set when it has no expressions, checks no
+ * exclusion and is not deferred, so that the direct writes maintain it
+ * exactly as an INSERT or UPDATE would.  A predicate keeps it plain: the
+ * executor's index maintenance, which the direct writes call, evaluates
+ * it for each row as an INSERT or UPDATE does, and one that calls code of
+ * others is refused here as code (the inbox's own index, claims_inbox_since,
+ * is partial on the claim's state).
  */
 static bool
 index_runs_code(Oid indexoid, bool *plain)
@@ -355,8 +359,7 @@ index_runs_code(Oid indexoid, bool *plain)
 		return true;
 	index = (Form_pg_index) GETSTRUCT(tup);
 	*plain = index->indimmediate && !index->indisexclusion &&
-		heap_attisnull(tup, Anum_pg_index_indexprs, NULL) &&
-		heap_attisnull(tup, Anum_pg_index_indpred, NULL);
+		heap_attisnull(tup, Anum_pg_index_indexprs, NULL);
 
 	d = SysCacheGetAttr(INDEXRELID, tup, Anum_pg_index_indexprs, &isnull);
 	if (!isnull && expr_runs_code(stringToNode(TextDatumGetCString(d))))
@@ -687,7 +690,7 @@ claims_decide(Relation rel, Oid state_type)
 		bool		plain;
 
 		if (index_runs_code(lfirst_oid(lc), &plain) || !plain)
-			IG_NOT_DIRECT("it has an index with expressions, a predicate, an exclusion, a deferred check or an operator class of somebody else's");
+			IG_NOT_DIRECT("it has an index with expressions, a predicate calling code of others, an exclusion, a deferred check or an operator class of somebody else's");
 	}
 	list_free(indexes);
 #undef IG_NOT_DIRECT

@@ -1,7 +1,7 @@
 -- The schema contract of idem_gate: types and labels, the claims table,
 -- keys, constraints, indexes, function signatures and privileges.
 BEGIN;
-SELECT plan(183);
+SELECT plan(185);
 
 -- schema and types
 SELECT has_schema('idem_gate');
@@ -49,8 +49,14 @@ SELECT has_index('idem_gate', 'claims', 'claims_state_workflow_updated_at',
 	'the janitor and the alerter walk rows by (state, workflow, updated_at, token)');
 SELECT hasnt_index('idem_gate', 'claims', 'claims_state_updated_at',
 	'1.0''s (state, updated_at) index is replaced');
-SELECT indexes_are('idem_gate', 'claims', ARRAY['claims_pkey', 'claims_state_workflow_updated_at'],
-	'two indexes on idem_gate.claims');
+SELECT has_index('idem_gate', 'claims', 'claims_inbox_since',
+	ARRAY['state', 'updated_at', 'workflow', 'key', 'attempt'],
+	'the inbox lists needs_review and failing claims by (state, updated_at, workflow, key), with their attempt');
+SELECT is(pg_get_expr(i.indpred, i.indrelid), '(state = ANY (ARRAY[''needs_review''::idem_gate.state, ''failed_retryable''::idem_gate.state]))',
+	'... holding only needs_review and failed_retryable claims, so that a completion never writes it')
+  FROM pg_index i WHERE i.indexrelid = 'idem_gate.claims_inbox_since'::regclass;
+SELECT indexes_are('idem_gate', 'claims', ARRAY['claims_pkey', 'claims_state_workflow_updated_at', 'claims_inbox_since'],
+	'three indexes on idem_gate.claims');
 SELECT bag_eq($$
 	SELECT conname::text FROM pg_constraint
 	 WHERE conrelid = 'idem_gate.claims'::regclass AND contype = 'c' $$,
