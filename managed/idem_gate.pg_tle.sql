@@ -170,10 +170,15 @@ REVOKE ALL ON FUNCTION idem_gate.m_setting(pg_catalog.text, pg_catalog.text) FRO
  * A setting with a unit, as PostgreSQL reads one of the C edition's: a
  * time in seconds ('30d', '15min', '10s', '500ms'; a bare number is
  * seconds) or a size in bytes ('1MB', '8kB'; a bare number is bytes).  A
- * value that is not one is refused like PostgreSQL refuses it (22023).
+ * value that is not one, or is outside [lo, hi], the C edition's bounds of
+ * the setting, is refused like PostgreSQL refuses it (22023).  The C
+ * edition refuses it at SET; here it is refused at its first use, so that
+ * a value that could never be set there cannot silently turn a feature
+ * off here (a stuck_after of 0 would never announce a claim).
  */
 CREATE FUNCTION idem_gate.m_setting_number(name pg_catalog.text, dflt pg_catalog.text,
-										   unit pg_catalog.text)
+										   unit pg_catalog.text, lo pg_catalog.float8 DEFAULT NULL,
+										   hi pg_catalog.float8 DEFAULT NULL)
 	RETURNS pg_catalog.float8
 	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
@@ -205,11 +210,16 @@ BEGIN
 						 THEN 'Valid units for this parameter are "ms", "s", "min", "h", and "d".'
 						 ELSE 'Valid units for this parameter are "B", "kB", "MB", and "GB".' END;
 	END IF;
+	IF f OPERATOR(pg_catalog.<) lo OR f OPERATOR(pg_catalog.>) hi THEN
+		RAISE EXCEPTION '% is outside the valid range for parameter "%" (% .. %)', v, name, lo, hi
+			USING ERRCODE = '22023';
+	END IF;
 	RETURN f;
 END
 $$;
 
-REVOKE ALL ON FUNCTION idem_gate.m_setting_number(pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem_gate.m_setting_number(pg_catalog.text, pg_catalog.text, pg_catalog.text,
+	pg_catalog.float8, pg_catalog.float8) FROM PUBLIC;
 
 /*
  * Check a key or workflow as ig_check_name() does: not null, not empty,
@@ -348,6 +358,91 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION idem_gate.m_caller(pg_catalog.regrole, pg_catalog.text) FROM PUBLIC;
+
+/*
+ * What the C edition refuses before a call writes (src/call.c,
+ * src/store.c), in the same order and words:
+ *   - a read-only transaction (and so a standby), with PostgreSQL's own
+ *     error naming the API function, before anything is looked up;
+ *   - a rule on the claims or the audit table: a rule rewrites the gate's
+ *     INSERT ... ON CONFLICT and UPDATE ... RETURNING, so the gate could
+ *     neither honour it nor write around it (an UPDATE rule that does
+ *     INSTEAD NOTHING would otherwise leave a loop that retries a lost
+ *     update waiting for a row that never changes);
+ *   - for a call that draws a token, a token sequence that cycles or does
+ *     not count up, which could hand one token to two runs;
+ *   - a trigger on those tables while the session has a temporary schema
+ *     (but the gate's own, whose functions are in schema idem_gate, where
+ *     only the owner creates): the trigger runs with the owner's rights, and PostgreSQL resolves its
+ *     table and type names in the session's temporary schema first.
+ * api is the API function as a regprocedure's text.  Nothing is cached:
+ * each is one catalog lookup, and a session could change any of them.
+ */
+CREATE FUNCTION idem_gate.m_write_guard(api pg_catalog.text)
+	RETURNS void
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	fname pg_catalog.text := pg_catalog.split_part(api, '(', 1);
+	found_name pg_catalog.text;
+	found_rel pg_catalog.text;
+BEGIN
+	IF pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on' THEN
+		IF fname NOT LIKE 'idem\_gate.%' THEN
+			fname := pg_catalog.regexp_replace(fname, '^[^.]*\.', '');
+		END IF;
+		RAISE EXCEPTION 'cannot execute %() in a read-only transaction', fname
+			USING ERRCODE = '25006';
+	END IF;
+	SELECT r.rulename, r.ev_class::pg_catalog.regclass::pg_catalog.text
+	  INTO found_name, found_rel
+	  FROM pg_catalog.pg_rewrite r
+	 WHERE r.ev_class OPERATOR(pg_catalog.=) ANY (ARRAY['idem_gate.claims'::pg_catalog.regclass,
+													  'idem_gate.audit'::pg_catalog.regclass])
+	   AND r.ev_enabled OPERATOR(pg_catalog.<>) 'D'
+	 ORDER BY r.ev_class OPERATOR(pg_catalog.=) 'idem_gate.claims'::pg_catalog.regclass DESC, r.rulename
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'idem_gate cannot write %: rule "%" is attached to it', found_rel, found_name
+			USING ERRCODE = '55000',
+				  DETAIL = 'A rule rewrites the gate''s INSERT ... ON CONFLICT, UPDATE ... RETURNING and data-modifying WITH statements, so the gate could neither honour it nor write around it.',
+				  HINT = 'Drop the rule; a trigger can do what it did, and the gate honours triggers.';
+	END IF;
+	IF api LIKE '%claim%' AND EXISTS (
+			SELECT FROM pg_catalog.pg_sequence s
+			 WHERE s.seqrelid OPERATOR(pg_catalog.=) 'idem_gate.token_seq'::pg_catalog.regclass
+			   AND (s.seqcycle OR s.seqincrement OPERATOR(pg_catalog.<=) 0)) THEN
+		RAISE EXCEPTION 'idem_gate cannot write idem_gate.claims: its token sequence idem_gate.token_seq cycles or does not count up'
+			USING ERRCODE = '55000',
+				  DETAIL = 'A fencing token could then be granted to two runs.',
+				  HINT = 'Run ALTER SEQUENCE idem_gate.token_seq NO CYCLE INCREMENT BY 1.';
+	END IF;
+	IF pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.<>) 0 THEN
+		SELECT t.tgname, t.tgrelid::pg_catalog.regclass::pg_catalog.text
+		  INTO found_name, found_rel
+		  FROM pg_catalog.pg_trigger t
+		 WHERE t.tgrelid OPERATOR(pg_catalog.=) ANY (ARRAY['idem_gate.claims'::pg_catalog.regclass,
+														  'idem_gate.audit'::pg_catalog.regclass])
+		   AND NOT t.tgisinternal AND t.tgenabled OPERATOR(pg_catalog.<>) 'D'
+		   AND NOT EXISTS (SELECT FROM pg_catalog.pg_proc p
+							WHERE p.oid OPERATOR(pg_catalog.=) t.tgfoid
+							  AND p.pronamespace OPERATOR(pg_catalog.=) 'idem_gate'::pg_catalog.regnamespace)
+		 ORDER BY t.tgrelid OPERATOR(pg_catalog.=) 'idem_gate.claims'::pg_catalog.regclass DESC, t.tgname
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'idem_gate cannot run trigger "%" of % for a session that has temporary objects',
+				found_name, found_rel
+				USING ERRCODE = '42501',
+					  DETAIL = 'Code attached to the extension''s tables runs with the rights of the extension''s owner, and PostgreSQL resolves table and type names in the calling session''s temporary schema first.',
+					  HINT = pg_catalog.format('Call idem_gate''s functions from a session that has created no temporary objects, or remove trigger "%s" from %s.',
+											   found_name, found_rel);
+		END IF;
+	END IF;
+END
+$$;
+
+REVOKE ALL ON FUNCTION idem_gate.m_write_guard(pg_catalog.text) FROM PUBLIC;
 
 /*
  * idem_gate managed edition: per-workflow access (the C edition's
@@ -563,7 +658,7 @@ BEGIN
 	bytes := pg_catalog.pg_column_size(payload OPERATOR(pg_catalog.||)
 		CASE WHEN pg_catalog.jsonb_typeof(payload) OPERATOR(pg_catalog.=) 'object'
 			 THEN '{}'::pg_catalog.jsonb ELSE '[]'::pg_catalog.jsonb END);
-	IF bytes OPERATOR(pg_catalog.>) idem_gate.m_setting_number('idem_gate.max_payload_bytes', '1MB', 'B') THEN
+	IF bytes OPERATOR(pg_catalog.>) idem_gate.m_setting_number('idem_gate.max_payload_bytes', '1MB', 'B', 0, 268435456) THEN
 		dropped := LEAST(bytes, 2147483647)::pg_catalog.int4;
 	ELSE
 		kept := payload;
@@ -774,6 +869,10 @@ DECLARE
 BEGIN
 	PERFORM idem_gate.m_check_name(key, 'key', true);
 	PERFORM idem_gate.m_check_name(workflow, 'workflow', false);
+	IF pg_catalog.split_part(api, '(', 1) OPERATOR(pg_catalog.<>) ALL
+		(ARRAY['@extschema@.idem_status', 'idem_gate.history', '@extschema@.idem_key']) THEN
+		PERFORM idem_gate.m_write_guard(api);
+	END IF;
 	PERFORM idem_gate.m_acl_check(role, workflow);
 END
 $$;
@@ -904,6 +1003,7 @@ BEGIN
 		RAISE EXCEPTION 'permission denied for function idem_claim_many' USING ERRCODE = '42501';
 	END IF;
 	role := idem_gate.m_caller(caller, api);
+	PERFORM idem_gate.m_write_guard(api);
 	IF keys IS NULL THEN
 		RAISE EXCEPTION 'keys must not be null'
 			USING ERRCODE = '22004', HINT = 'Pass an array of keys; an empty array claims nothing.';
@@ -1836,7 +1936,7 @@ BEGIN
 								  NULL, error);
 	IF NOT retry THEN
 		PERFORM idem_gate.m_announce(workflow, 'needs_review');
-	ELSIF r.attempt OPERATOR(pg_catalog.=) idem_gate.m_setting_number('idem_gate.max_attempts', '5', 'B') THEN
+	ELSIF r.attempt OPERATOR(pg_catalog.=) idem_gate.m_setting_number('idem_gate.max_attempts', '5', 'B', 1, 1000000) THEN
 		/* announced at the max_attempts-th failure only; the digest tells the rest */
 		PERFORM idem_gate.m_announce(workflow, 'failing');
 	END IF;
@@ -2149,13 +2249,16 @@ REVOKE ALL ON FUNCTION idem_gate.m_audit(pg_catalog.oid, pg_catalog.text, pg_cat
  * action on a claim another operator (or the owner) decided first: the
  * newest audit row but the janitor's escalations, which decide nothing.
  * Names the person, the role and the time, never a reason or a token.
- * changed_at, the claim's last change, when it has a row.
+ * changed_at, the claim's last change, when it has a row.  Times are
+ * written in ISO style whatever the session's DateStyle, as the C
+ * edition's timestamptz_to_str() writes them.
  */
 CREATE FUNCTION idem_gate.m_last_decision(workflow pg_catalog.text, key pg_catalog.text,
 										  changed_at pg_catalog.timestamptz)
 	RETURNS pg_catalog.text
 	LANGUAGE plpgsql STABLE
 	SET search_path = pg_catalog, pg_temp
+	SET datestyle = 'ISO, MDY'
 	AS $$
 DECLARE
 	a record;
@@ -2587,7 +2690,8 @@ BEGIN
 							  ' WHERE p.workflow OPERATOR(pg_catalog.=) $1', policy_column)
 	   INTO secs USING workflow;
 	IF secs IS NULL THEN
-		secs := idem_gate.m_setting_number(setting, dflt, 's');
+		secs := idem_gate.m_setting_number(setting, dflt, 's',
+			CASE setting WHEN 'idem_gate.receipt_retention' THEN 0 ELSE 1 END, 2147483647);
 	END IF;
 	IF secs OPERATOR(pg_catalog.<=) 0 THEN
 		RETURN NULL;
@@ -2655,6 +2759,12 @@ DECLARE
 	n pg_catalog.int8;
 	s record;
 BEGIN
+	PERFORM idem_gate.m_write_guard('idem_gate.janitor_run()');
+	IF idem_gate.m_setting('idem_gate.stuck_action', 'alert') OPERATOR(pg_catalog.<>) ALL (ARRAY['alert', 'review']) THEN
+		RAISE EXCEPTION 'invalid value for parameter "idem_gate.stuck_action": "%"',
+			idem_gate.m_setting('idem_gate.stuck_action', 'alert')
+			USING ERRCODE = '22023', HINT = 'Available values: alert, review.';
+	END IF;
 	deleted_completed := 0;
 	deleted_failed := 0;
 	alerts := 0;
@@ -2695,6 +2805,10 @@ BEGIN
 	FOR w IN SELECT * FROM idem_gate.m_workflows('completed') LOOP
 		cutoff := idem_gate.m_policy_cutoff(w, 'receipt_retention', 'idem_gate.receipt_retention', '0', now);
 		CONTINUE WHEN cutoff IS NULL;
+		-- a receipt retention as long as the retention keeps receipts as
+		-- long as their rows: no step, and no watermark, as in C
+		CONTINUE WHEN cutoff OPERATOR(pg_catalog.<=)
+			idem_gate.m_policy_cutoff(w, 'retention', 'idem_gate.retention', '30d', now);
 		SELECT m.receipts_cleared_until INTO mark FROM ONLY idem_gate.janitor_watermarks m
 		 WHERE m.workflow OPERATOR(pg_catalog.=) w;
 		WITH cand AS (
@@ -2790,7 +2904,7 @@ BEGIN
 
 	/* the audit trail's own retention: only this pass may delete from it */
 	cutoff := now OPERATOR(pg_catalog.-) pg_catalog.make_interval(
-		secs => idem_gate.m_setting_number('idem_gate.audit_retention', '400d', 's'));
+		secs => idem_gate.m_setting_number('idem_gate.audit_retention', '400d', 's', 1, 2147483647));
 	PERFORM pg_catalog.set_config('idem_gate.m_pruning', pg_catalog.txid_current()::pg_catalog.text, true);
 	DELETE FROM ONLY idem_gate.audit a WHERE a.id OPERATOR(pg_catalog.=) ANY (ARRAY(
 		SELECT x.id FROM ONLY idem_gate.audit x WHERE x.at OPERATOR(pg_catalog.<) cutoff
@@ -4532,6 +4646,21 @@ ALTER VIEW idem_gate.stats SET (security_barrier = true);
 ALTER VIEW idem_gate.stats_gauges SET (security_barrier = true);
 
 ALTER VIEW idem_gate.secrets SET (security_barrier = true);
+
+/*
+ * The inbox's list, read in the order the page shows it (since, workflow,
+ * key), from an index alone.  needs_review and failing claims are the
+ * inbox's bulk and are rare among all claims: a partial index keeps them,
+ * with the attempt count the failing filter reads, so that a page of the
+ * inbox costs what the inbox holds, not the claims table, and reads no
+ * heap page for a claim that has not changed since the last vacuum.  A
+ * claim that goes from processing to completed never enters it, so the
+ * gate's hot path writes no more index entries than before.  Stuck claims
+ * are processing claims, found by the janitor's index.
+ */
+CREATE INDEX claims_inbox_since
+	ON idem_gate.claims (state, updated_at, workflow, key) INCLUDE (attempt)
+	WHERE state OPERATOR(pg_catalog.=) ANY (ARRAY['needs_review', 'failed_retryable']::idem_gate.state[]);
 
 /*
  * Bulk decisions for a team of operators: idem_resolve_many() and

@@ -259,6 +259,9 @@ DROP TABLE claims_checked;
 ------------------------------------------------------------------------
 \c
 CREATE TABLE claim_audit (op text, key text, state idem_gate.state, token_set boolean);
+-- the trigger writes with the rights of the gate's owner: the superuser
+-- who created the extension, or the role that installed the managed edition
+GRANT INSERT ON claim_audit TO PUBLIC;
 CREATE FUNCTION claim_audit() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	INSERT INTO public.claim_audit VALUES (TG_OP, NEW.key, NEW.state, NEW.token IS NOT NULL);

@@ -47,13 +47,17 @@ END $$;
 -- did an actor gain a right?
 CREATE VIEW d_rights AS
 SELECT r.rolname, r.rolsuper,
-	pg_has_role(r.rolname, (SELECT e.extowner FROM pg_extension e WHERE e.extname = 'idem_gate'), 'MEMBER') AS owner_member
+	-- the gate's owner: the extension's, or the managed edition's installing role
+	pg_has_role(r.rolname, (SELECT p.proowner FROM pg_proc p WHERE p.oid = 'idem_claim(text,text,interval)'::regprocedure), 'MEMBER') AS owner_member
   FROM pg_roles r WHERE r.rolname LIKE 'regress_d_%' ORDER BY 1;
 
 ------------------------------------------------------------------------
 -- 1. an operator through a DBA's trigger on idem_gate.audit
 ------------------------------------------------------------------------
 CREATE TABLE public.d_siem_log (action text, wf text, key text);
+-- the trigger writes with the rights of the gate's owner: the superuser
+-- who created the extension, or the role that installed the managed edition
+GRANT INSERT ON public.d_siem_log TO PUBLIC;
 CREATE FUNCTION public.d_audit_forward() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	INSERT INTO d_siem_log VALUES (NEW.action, NEW.workflow, NEW.key);  -- unqualified

@@ -104,6 +104,10 @@ SELECT regexp_replace(hl_try($$SET idem_gate.max_payload_bytes = -1$$), ' \(0 .*
 SELECT hl_try($$SET idem_gate.max_payload_bytes = '2GB'$$);
 SELECT hl_try($$SET idem_gate.max_attempts = 0$$);
 SELECT hl_try($$SET idem_gate.max_attempts = 'many'$$);
+-- (the managed edition takes any value at SET and refuses a bad one at its
+-- first use: both editions go on from the defaults)
+RESET idem_gate.max_payload_bytes;
+RESET idem_gate.max_attempts;
 SELECT hl_try($$SELECT * FROM idem_gate.history(NULL, 'hl')$$);
 SELECT hl_try($$SELECT * FROM idem_gate.history('', 'hl')$$);
 SELECT hl_try($$SELECT * FROM idem_gate.history('k', NULL)$$);

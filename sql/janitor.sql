@@ -74,6 +74,12 @@ SET idem_gate.stuck_after = 0;
 \set VERBOSITY default
 SET idem_gate.stuck_action = 'delete';
 SET idem_gate.batch_size = 0;
+-- (the managed edition takes any value at SET and refuses a bad one at its
+-- first use: both editions go on from the defaults)
+RESET idem_gate.retention;
+RESET idem_gate.stuck_after;
+RESET idem_gate.stuck_action;
+RESET idem_gate.batch_size;
 INSERT INTO idem_gate.policies (workflow, retention) VALUES ('bad', '-1 day');
 INSERT INTO idem_gate.policies (workflow, retention) VALUES ('bad', '1 day -25 hours');
 INSERT INTO idem_gate.policies (workflow, stuck_after) VALUES ('bad', '0');

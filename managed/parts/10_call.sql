@@ -55,10 +55,15 @@ REVOKE ALL ON FUNCTION idem_gate.m_setting(pg_catalog.text, pg_catalog.text) FRO
  * A setting with a unit, as PostgreSQL reads one of the C edition's: a
  * time in seconds ('30d', '15min', '10s', '500ms'; a bare number is
  * seconds) or a size in bytes ('1MB', '8kB'; a bare number is bytes).  A
- * value that is not one is refused like PostgreSQL refuses it (22023).
+ * value that is not one, or is outside [lo, hi], the C edition's bounds of
+ * the setting, is refused like PostgreSQL refuses it (22023).  The C
+ * edition refuses it at SET; here it is refused at its first use, so that
+ * a value that could never be set there cannot silently turn a feature
+ * off here (a stuck_after of 0 would never announce a claim).
  */
 CREATE FUNCTION idem_gate.m_setting_number(name pg_catalog.text, dflt pg_catalog.text,
-										   unit pg_catalog.text)
+										   unit pg_catalog.text, lo pg_catalog.float8 DEFAULT NULL,
+										   hi pg_catalog.float8 DEFAULT NULL)
 	RETURNS pg_catalog.float8
 	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
@@ -90,10 +95,15 @@ BEGIN
 						 THEN 'Valid units for this parameter are "ms", "s", "min", "h", and "d".'
 						 ELSE 'Valid units for this parameter are "B", "kB", "MB", and "GB".' END;
 	END IF;
+	IF f OPERATOR(pg_catalog.<) lo OR f OPERATOR(pg_catalog.>) hi THEN
+		RAISE EXCEPTION '% is outside the valid range for parameter "%" (% .. %)', v, name, lo, hi
+			USING ERRCODE = '22023';
+	END IF;
 	RETURN f;
 END
 $$;
-REVOKE ALL ON FUNCTION idem_gate.m_setting_number(pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem_gate.m_setting_number(pg_catalog.text, pg_catalog.text, pg_catalog.text,
+	pg_catalog.float8, pg_catalog.float8) FROM PUBLIC;
 
 /*
  * Check a key or workflow as ig_check_name() does: not null, not empty,
@@ -228,3 +238,87 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION idem_gate.m_caller(pg_catalog.regrole, pg_catalog.text) FROM PUBLIC;
+
+/*
+ * What the C edition refuses before a call writes (src/call.c,
+ * src/store.c), in the same order and words:
+ *   - a read-only transaction (and so a standby), with PostgreSQL's own
+ *     error naming the API function, before anything is looked up;
+ *   - a rule on the claims or the audit table: a rule rewrites the gate's
+ *     INSERT ... ON CONFLICT and UPDATE ... RETURNING, so the gate could
+ *     neither honour it nor write around it (an UPDATE rule that does
+ *     INSTEAD NOTHING would otherwise leave a loop that retries a lost
+ *     update waiting for a row that never changes);
+ *   - for a call that draws a token, a token sequence that cycles or does
+ *     not count up, which could hand one token to two runs;
+ *   - a trigger on those tables while the session has a temporary schema
+ *     (but the gate's own, whose functions are in schema idem_gate, where
+ *     only the owner creates): the trigger runs with the owner's rights, and PostgreSQL resolves its
+ *     table and type names in the session's temporary schema first.
+ * api is the API function as a regprocedure's text.  Nothing is cached:
+ * each is one catalog lookup, and a session could change any of them.
+ */
+CREATE FUNCTION idem_gate.m_write_guard(api pg_catalog.text)
+	RETURNS void
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	fname pg_catalog.text := pg_catalog.split_part(api, '(', 1);
+	found_name pg_catalog.text;
+	found_rel pg_catalog.text;
+BEGIN
+	IF pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on' THEN
+		IF fname NOT LIKE 'idem\_gate.%' THEN
+			fname := pg_catalog.regexp_replace(fname, '^[^.]*\.', '');
+		END IF;
+		RAISE EXCEPTION 'cannot execute %() in a read-only transaction', fname
+			USING ERRCODE = '25006';
+	END IF;
+	SELECT r.rulename, r.ev_class::pg_catalog.regclass::pg_catalog.text
+	  INTO found_name, found_rel
+	  FROM pg_catalog.pg_rewrite r
+	 WHERE r.ev_class OPERATOR(pg_catalog.=) ANY (ARRAY['idem_gate.claims'::pg_catalog.regclass,
+													  'idem_gate.audit'::pg_catalog.regclass])
+	   AND r.ev_enabled OPERATOR(pg_catalog.<>) 'D'
+	 ORDER BY r.ev_class OPERATOR(pg_catalog.=) 'idem_gate.claims'::pg_catalog.regclass DESC, r.rulename
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'idem_gate cannot write %: rule "%" is attached to it', found_rel, found_name
+			USING ERRCODE = '55000',
+				  DETAIL = 'A rule rewrites the gate''s INSERT ... ON CONFLICT, UPDATE ... RETURNING and data-modifying WITH statements, so the gate could neither honour it nor write around it.',
+				  HINT = 'Drop the rule; a trigger can do what it did, and the gate honours triggers.';
+	END IF;
+	IF api LIKE '%claim%' AND EXISTS (
+			SELECT FROM pg_catalog.pg_sequence s
+			 WHERE s.seqrelid OPERATOR(pg_catalog.=) 'idem_gate.token_seq'::pg_catalog.regclass
+			   AND (s.seqcycle OR s.seqincrement OPERATOR(pg_catalog.<=) 0)) THEN
+		RAISE EXCEPTION 'idem_gate cannot write idem_gate.claims: its token sequence idem_gate.token_seq cycles or does not count up'
+			USING ERRCODE = '55000',
+				  DETAIL = 'A fencing token could then be granted to two runs.',
+				  HINT = 'Run ALTER SEQUENCE idem_gate.token_seq NO CYCLE INCREMENT BY 1.';
+	END IF;
+	IF pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.<>) 0 THEN
+		SELECT t.tgname, t.tgrelid::pg_catalog.regclass::pg_catalog.text
+		  INTO found_name, found_rel
+		  FROM pg_catalog.pg_trigger t
+		 WHERE t.tgrelid OPERATOR(pg_catalog.=) ANY (ARRAY['idem_gate.claims'::pg_catalog.regclass,
+														  'idem_gate.audit'::pg_catalog.regclass])
+		   AND NOT t.tgisinternal AND t.tgenabled OPERATOR(pg_catalog.<>) 'D'
+		   AND NOT EXISTS (SELECT FROM pg_catalog.pg_proc p
+							WHERE p.oid OPERATOR(pg_catalog.=) t.tgfoid
+							  AND p.pronamespace OPERATOR(pg_catalog.=) 'idem_gate'::pg_catalog.regnamespace)
+		 ORDER BY t.tgrelid OPERATOR(pg_catalog.=) 'idem_gate.claims'::pg_catalog.regclass DESC, t.tgname
+		 LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'idem_gate cannot run trigger "%" of % for a session that has temporary objects',
+				found_name, found_rel
+				USING ERRCODE = '42501',
+					  DETAIL = 'Code attached to the extension''s tables runs with the rights of the extension''s owner, and PostgreSQL resolves table and type names in the calling session''s temporary schema first.',
+					  HINT = pg_catalog.format('Call idem_gate''s functions from a session that has created no temporary objects, or remove trigger "%s" from %s.',
+											   found_name, found_rel);
+		END IF;
+	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_write_guard(pg_catalog.text) FROM PUBLIC;

@@ -44,7 +44,7 @@ BEGIN
 	bytes := pg_catalog.pg_column_size(payload OPERATOR(pg_catalog.||)
 		CASE WHEN pg_catalog.jsonb_typeof(payload) OPERATOR(pg_catalog.=) 'object'
 			 THEN '{}'::pg_catalog.jsonb ELSE '[]'::pg_catalog.jsonb END);
-	IF bytes OPERATOR(pg_catalog.>) idem_gate.m_setting_number('idem_gate.max_payload_bytes', '1MB', 'B') THEN
+	IF bytes OPERATOR(pg_catalog.>) idem_gate.m_setting_number('idem_gate.max_payload_bytes', '1MB', 'B', 0, 268435456) THEN
 		dropped := LEAST(bytes, 2147483647)::pg_catalog.int4;
 	ELSE
 		kept := payload;

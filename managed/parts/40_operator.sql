@@ -35,13 +35,16 @@ REVOKE ALL ON FUNCTION idem_gate.m_audit(pg_catalog.oid, pg_catalog.text, pg_cat
  * action on a claim another operator (or the owner) decided first: the
  * newest audit row but the janitor's escalations, which decide nothing.
  * Names the person, the role and the time, never a reason or a token.
- * changed_at, the claim's last change, when it has a row.
+ * changed_at, the claim's last change, when it has a row.  Times are
+ * written in ISO style whatever the session's DateStyle, as the C
+ * edition's timestamptz_to_str() writes them.
  */
 CREATE FUNCTION idem_gate.m_last_decision(workflow pg_catalog.text, key pg_catalog.text,
 										  changed_at pg_catalog.timestamptz)
 	RETURNS pg_catalog.text
 	LANGUAGE plpgsql STABLE
 	SET search_path = pg_catalog, pg_temp
+	SET datestyle = 'ISO, MDY'
 	AS $$
 DECLARE
 	a record;

@@ -50,7 +50,8 @@ BEGIN
 							  ' WHERE p.workflow OPERATOR(pg_catalog.=) $1', policy_column)
 	   INTO secs USING workflow;
 	IF secs IS NULL THEN
-		secs := idem_gate.m_setting_number(setting, dflt, 's');
+		secs := idem_gate.m_setting_number(setting, dflt, 's',
+			CASE setting WHEN 'idem_gate.receipt_retention' THEN 0 ELSE 1 END, 2147483647);
 	END IF;
 	IF secs OPERATOR(pg_catalog.<=) 0 THEN
 		RETURN NULL;
@@ -116,6 +117,12 @@ DECLARE
 	n pg_catalog.int8;
 	s record;
 BEGIN
+	PERFORM idem_gate.m_write_guard('idem_gate.janitor_run()');
+	IF idem_gate.m_setting('idem_gate.stuck_action', 'alert') OPERATOR(pg_catalog.<>) ALL (ARRAY['alert', 'review']) THEN
+		RAISE EXCEPTION 'invalid value for parameter "idem_gate.stuck_action": "%"',
+			idem_gate.m_setting('idem_gate.stuck_action', 'alert')
+			USING ERRCODE = '22023', HINT = 'Available values: alert, review.';
+	END IF;
 	deleted_completed := 0;
 	deleted_failed := 0;
 	alerts := 0;
@@ -156,6 +163,10 @@ BEGIN
 	FOR w IN SELECT * FROM idem_gate.m_workflows('completed') LOOP
 		cutoff := idem_gate.m_policy_cutoff(w, 'receipt_retention', 'idem_gate.receipt_retention', '0', now);
 		CONTINUE WHEN cutoff IS NULL;
+		-- a receipt retention as long as the retention keeps receipts as
+		-- long as their rows: no step, and no watermark, as in C
+		CONTINUE WHEN cutoff OPERATOR(pg_catalog.<=)
+			idem_gate.m_policy_cutoff(w, 'retention', 'idem_gate.retention', '30d', now);
 		SELECT m.receipts_cleared_until INTO mark FROM ONLY idem_gate.janitor_watermarks m
 		 WHERE m.workflow OPERATOR(pg_catalog.=) w;
 		WITH cand AS (
@@ -251,7 +262,7 @@ BEGIN
 
 	/* the audit trail's own retention: only this pass may delete from it */
 	cutoff := now OPERATOR(pg_catalog.-) pg_catalog.make_interval(
-		secs => idem_gate.m_setting_number('idem_gate.audit_retention', '400d', 's'));
+		secs => idem_gate.m_setting_number('idem_gate.audit_retention', '400d', 's', 1, 2147483647));
 	PERFORM pg_catalog.set_config('idem_gate.m_pruning', pg_catalog.txid_current()::pg_catalog.text, true);
 	DELETE FROM ONLY idem_gate.audit a WHERE a.id OPERATOR(pg_catalog.=) ANY (ARRAY(
 		SELECT x.id FROM ONLY idem_gate.audit x WHERE x.at OPERATOR(pg_catalog.<) cutoff

@@ -16,7 +16,9 @@
 #     the same answers to the same random calls;
 #   - the isolation specs of test/isolation, each with the managed edition
 #     installed in its setup, against the C edition's expected output;
-#   - the canonical-JSON suite (test/suites/20_jcs.sh, IDEM_EDITION=managed).
+#   - the canonical-JSON suite (test/suites/20_jcs.sh, IDEM_EDITION=managed);
+#   - the pg_regress files of sql/ against expected/ (regress.sh), where
+#     test/managed/expected/*.patch gives the differences by design.
 # The pg_tle package is not tested here: pg_tle is not in Debian.
 #
 # Runs from the test command (test/suites/80_managed.sh) with the
@@ -88,7 +90,7 @@ fi
 
 # the managed-like server: pg_cron preloaded, idem_gate not
 PG_MAJOR=$MAJOR "$ROOT/scripts/cluster.sh" start "$DIR/m" "$MPORT" \
-	"shared_preload_libraries = 'pg_cron'" "cron.database_name = 'idem_managed'" "cron.use_background_workers = on" "max_worker_processes = 16" >"$DIR/start.log" 2>&1 ||
+	"shared_preload_libraries = 'pg_cron'" "cron.database_name = 'idem_managed'" "cron.use_background_workers = on" "max_worker_processes = 16" "max_prepared_transactions = 2" >"$DIR/start.log" 2>&1 ||
 	{ cat "$DIR/start.log" "$DIR/m/server.log" 2>/dev/null; not_ok "the managed-like server starts"; exit 1; }
 check "idem_gate is not preloaded" "$(su_sql -d postgres -c "SELECT current_setting('shared_preload_libraries')")" "pg_cron"
 su_sql -d postgres <<'SQL'
@@ -237,6 +239,23 @@ if [ -x "$(command -v node)" ]; then
 else
 	not_ok "node is needed for the canonical-JSON suite (scripts/deps.sh --with-node)"
 fi
+
+# the pg_regress files of sql/, each in a database of its own where the
+# owner installed the edition, against expected/ (test/managed/regress.sh;
+# the differences by design in test/managed/expected/*.patch).  A major in
+# its root runs the server there: the repository is bound in, for the
+# files the server itself reads (the JCS vectors)
+bound=
+if [ -n "$RDIR" ] && [ ! -f "$RDIR$ROOT/managed/idem_gate.sql" ]; then
+	"$ROOT/scripts/roots.sh" bind "$MAJOR" "$ROOT" >/dev/null 2>&1 && bound=1
+fi
+bash "$here/regress.sh" "$(dirname "$(command -v psql)")" idem_owner >"$DIR/regress.log" 2>&1
+rc=$?
+[ -n "$bound" ] && "$ROOT/scripts/roots.sh" unbind "$MAJOR" "$ROOT" >/dev/null 2>&1
+grep -E '^# (skipped|[0-9]+ files)' "$DIR/regress.log" | sed 's/^/  /'
+tail -1 "$DIR/regress.log" | sed 's/^/  /'
+if [ $rc -eq 0 ]; then ok "the pg_regress files, managed edition"; else
+	grep -E -A20 '^not ok' "$DIR/regress.log" | head -60; not_ok "the pg_regress files, managed edition"; fi
 
 # moving to the C extension (managed/to_extension.sql), from a filled
 # database: every claim, audit row and grant arrives, tokens keep growing
