@@ -92,7 +92,7 @@ n8n_wait_url() {
 # n8n_stop: n8n and its task runners (its process group)
 n8n_stop() {
 	local p
-	[ -f "$N8N_DIR/n8n.pid" ] || return 0
+	[ -n "${N8N_DIR:-}" ] && [ -f "$N8N_DIR/n8n.pid" ] || return 0
 	p=$(cat "$N8N_DIR/n8n.pid")
 	kill -TERM -- "-$p" 2>/dev/null || true
 	for _ in $(seq 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
