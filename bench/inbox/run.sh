@@ -245,9 +245,16 @@ ANALYZE idem_gate.claims;
 SQL
 	[ "$(q -c "SELECT count(*) FROM public.bench_inbox")" = "$(q -c "SELECT count(*) FROM idem_gate.inbox")" ] ||
 		{ echo "public.bench_inbox does not list what idem_gate.inbox lists" >&2; exit 1; }
-	explain "proposal: index, the view as it is: runbook first page (50)" "$(runbook_list '' '' '')"
-	explain "proposal: index and one-scan view: runbook first page (50)" "$(runbook_list '' '' '' | sed 's/idem_gate\.inbox/public.bench_inbox/')"
-	explain "proposal: index and one-scan view: runbook prefix search (any workflow)" "$(runbook_list '' '' "$PREFIX" | sed 's/idem_gate\.inbox/public.bench_inbox/')"
+	# JIT off: the one-scan view's estimated cost passes jit_above_cost, and
+	# compiling then takes a second (measured), more than the query
+	one() { runbook_list "$@" | sed 's/idem_gate\.inbox/public.bench_inbox/'; }
+	PGOPTIONS='-c jit=off' explain "proposal: index, the view as it is: runbook first page (50)" "$(runbook_list '' '' '')"
+	PGOPTIONS='-c jit=off' explain "proposal: index and one-scan view: runbook first page (50)" "$(one '' '' '')"
+	# the same without the query's own ORDER BY: the planner then passes the
+	# LIMIT down into the view and reads the index in order
+	PGOPTIONS='-c jit=off' explain "proposal: index and one-scan view, its order: runbook first page (50)" \
+		"$(one '' '' '' | sed '/^ ORDER BY since, workflow, key$/d')"
+	PGOPTIONS='-c jit=off' explain "proposal: index and one-scan view: runbook prefix search (any workflow)" "$(one '' '' "$PREFIX")"
 fi
 
 echo
