@@ -584,7 +584,7 @@ export function buildAll() {
     'error-workflow.json': errorWorkflow(),
     'ungated-control.json': controlWorkflow(),
     'janitor-schedule.json': janitorScheduleWorkflow(),
-    ...buildInbox(),
+    ...withRunbook(buildInbox()),
     'credentials.postgres.json': [
       {
         id: CREDENTIAL.id,
@@ -603,6 +603,42 @@ export function buildAll() {
       },
     ],
   };
+}
+
+// The runbook for deciding the inbox from psql while n8n is down
+// (docs/inbox-without-n8n.md): every alert and digest ends with it, so that
+// whoever is paged knows where it is when the inbox's link does not open.
+// The alerts workflow's node Settings holds it as runbook_url: the
+// repository's path, shown as text, until it is set to an address (your
+// copy of the docs), which is shown as a link.
+export const RUNBOOK = 'docs/inbox-without-n8n.md';
+const RUNBOOK_LINE = String.raw`
+const rb = String($('Settings').first().json.runbook_url ?? '');
+if (rb) text += '\nIf the inbox does not open (n8n down), decide from psql: ' +
+  (/^https?:\/\//.test(rb) ? '<' + rb + '|the runbook>' : t(rb) + ' in the idem_gate repository') + '.';
+`;
+
+// the alerts workflow of build-inbox.mjs, with the runbook's line
+function withRunbook(files) {
+  const wf = files['alerts.json'];
+  const node = (name) => {
+    const n = wf.nodes.find((x) => x.name === name);
+    if (!n) throw new Error(`alerts.json has no node ${name}`);
+    return n;
+  };
+  node('Settings').parameters.assignments.assignments.push({
+    id: '0000as10-1de0-4a7e-9a7e-0000000006a1',
+    name: 'runbook_url',
+    value: RUNBOOK,
+    type: 'string',
+  });
+  const end = 'return [{ json: { text } }];\n';
+  for (const name of ['Alert message', 'Digest message']) {
+    const p = node(name).parameters;
+    if (!p.jsCode.endsWith(end) || !/const t = /.test(p.jsCode)) throw new Error(`alerts.json: ${name} does not end as expected`);
+    p.jsCode = p.jsCode.slice(0, -end.length) + RUNBOOK_LINE.slice(1) + end;
+  }
+  return files;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

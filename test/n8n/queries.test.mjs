@@ -507,6 +507,31 @@ inboxTest('the alerts\' queries as the operator role: the alerted item, the dige
   await admin.any("SELECT idem_release($1, 'orders')", [K('alert')]);
 });
 
+// the alert's and the digest's message, run as n8n's Code node runs them:
+// each names the runbook for deciding without n8n, as the repository's
+// path until runbook_url is set to an address, then as a link
+test('the alerts name the runbook for deciding without n8n (docs/inbox-without-n8n.md)', () => {
+  const node = (name) => workflows.alerts.nodes.find((n) => n.name === name);
+  const settings = Object.fromEntries(node('Settings').parameters.assignments.assignments.map((a) => [a.name, a.value]));
+  eq(settings.runbook_url, 'docs/inbox-without-n8n.md', 'Settings runbook_url');
+  readFileSync(join(ROOT, settings.runbook_url));
+  const run = (name, runbook, input, trigger) => {
+    const $ = (n) => ({ first: () => ({ json: n === 'Settings' ? { ...settings, runbook_url: runbook } : trigger }) });
+    const $input = { first: () => ({ json: input }) };
+    return new Function('$', '$input', node(name).parameters.jsCode)($, $input)[0].json.text;
+  };
+  const alert = ['Alert message', { workflow: 'orders', key: 'evt-1', attempt: 1, age_s: 3, waiting: 1, visible: true },
+    { payload: { workflow: 'orders', reason: 'needs_review' } }];
+  const digest = ['Digest message', { total: 1, groups: [{ workflow: 'orders', reason: 'stuck', n: 1, oldest_s: 60 }], listeners: 1 }, {}];
+  for (const [name, input, trigger] of [alert, digest]) {
+    const text = run(name, settings.runbook_url, input, trigger);
+    assert(text.endsWith('\nIf the inbox does not open (n8n down), decide from psql: docs/inbox-without-n8n.md in the idem_gate repository.'), `${name}: ${text}`);
+    const linked = run(name, 'https://wiki.example/idem/inbox-without-n8n', input, trigger);
+    assert(linked.endsWith('decide from psql: <https://wiki.example/idem/inbox-without-n8n|the runbook>.'), `${name}: ${linked}`);
+    assert(!run(name, '', input, trigger).includes('psql'), `${name} without runbook_url`);
+  }
+});
+
 test('the n8n role cannot write the claims table nor read more than the granted columns', async () => {
   for (const sql of [
     "UPDATE idem_gate.claims SET state = 'completed'",

@@ -8,8 +8,13 @@
 # and without those variables); the README stays short
 # (under 15 KB) and keeps the blocks that other suites run as written;
 # src/ keeps to the layers src/README.md declares (scripts/layers.py: every
-# file placed, no circle, at most one include or call running back up).  Reads only the repository; needs python3.  Ends with one line
-# "N passed, N failed".
+# file placed, no circle, at most one include or call running back up);
+# the runbook docs/inbox-without-n8n.md runs as written, every block in
+# order, as an operator's login on a scratch database of the test server
+# (test/ops/check_runbook.py), and its check fails on a copy of the
+# runbook with a block broken.  Needs python3, and for the runbook psql and
+# the server of the libpq variables (PGHOST, PGPORT, PGUSER a superuser, as
+# scripts/test.sh sets them).  Ends with one line "N passed, N failed".
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
@@ -42,6 +47,25 @@ checker() {
 
 checker check_links.py "links"
 checker check_doc_blocks.py "checks of the runnable blocks"
+checker check_runbook.py "checks of the runbook without n8n"
+
+# the runbook's check can fail: a copy whose decisions name another actor
+# than the session's person, and whose next page starts at the last row
+# again (>= for >), is refused on both counts
+broken=$(mktemp /tmp/idem_runbook_broken.XXXXXX.md)
+sed -e "s/:'reason', :'actor');/:'reason', 'somebody else');/" \
+	-e 's/AND (since, workflow, key) > (/AND (since, workflow, key) >= (/' \
+	"$ROOT/docs/inbox-without-n8n.md" >"$broken"
+out=$(python3 "$ROOT/test/ops/check_runbook.py" "$ROOT" --doc "$broken" 2>&1)
+rc=$?
+if [ "$rc" -ne 0 ] && echo "$out" | grep -q '^not ok - .*naming .* as actor' &&
+	echo "$out" | grep -q '^not ok - run:runbook-list run again shows the next page'; then
+	ok "the runbook's check refuses a runbook with a broken decision and a broken cursor"
+else
+	echo "$out" | sed 's/^/# /'
+	notok "the runbook's check refuses a runbook with a broken decision and a broken cursor"
+fi
+rm -f "$broken"
 
 size=$(wc -c <"$ROOT/README.md")
 if [ "$size" -lt 15000 ]; then ok "README.md is under 15 KB ($size bytes)"; else notok "README.md is under 15 KB ($size bytes)"; fi
