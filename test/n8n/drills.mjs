@@ -26,6 +26,9 @@ import {
   rows, record, want,
 } from './harness.mjs';
 import { drills } from './gate-drills.mjs';
+import { setupJanitor, drillJanitor } from './managed-drills.mjs';
+
+const MANAGED = env.E2E_EDITION === 'managed';
 
 // --------------------------------------------------------------- setup --
 // the chat's incoming webhook that the alerts workflow posts to
@@ -50,21 +53,21 @@ let proxy = null;
 
 // process, and must answer the side effects that the block's deliveries cause
 const DOC_VARS = ['N8N_URL', 'N8N_PUBLIC_URL', 'SIDE_EFFECT_URL', 'CHAT_WEBHOOK_URL'];
-function runDocBlock(name, cwd, vars = {}) {
-  const block = docBlock(join(ROOT, 'docs/n8n.md'), name);
+function runDocBlock(name, cwd, vars = {}, doc = 'docs/n8n.md') {
+  const block = docBlock(join(ROOT, doc), name);
   for (const v of Object.keys(vars))
-    if (!block.includes(v)) throw new Error(`docs/n8n.md run:${name} no longer reads ${v}`);
+    if (!block.includes(v)) throw new Error(`${doc} run:${name} no longer reads ${v}`);
   const env = { ...n8nEnv };
   for (const v of DOC_VARS) delete env[v];
   Object.assign(env, vars);
-  log(`docs/n8n.md run:${name} (${Object.entries(vars).map(([k, v]) => `${k}=${v}`).join(' ') || 'no variables'}):\n${block.trimEnd()}`);
+  log(`${doc} run:${name} (${Object.entries(vars).map(([k, v]) => `${k}=${v}`).join(' ') || 'no variables'}):\n${block.trimEnd()}`);
   return new Promise((resolve, reject) => {
     const p = spawn('bash', ['-euo', 'pipefail', '-c', block], { cwd, env, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     p.stdout.setEncoding('utf8');
     p.stdout.on('data', (d) => (out += d));
     p.on('error', reject);
-    p.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`docs/n8n.md run:${name} exited ${code}`))));
+    p.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${doc} run:${name} exited ${code}`))));
   });
 }
 
@@ -101,6 +104,8 @@ async function setup() {
     throw new Error('docs/n8n.md run:side-effect-url did not point webhook-gate.json at the downstream');
   // step 5, as written: import and publish
   await runDocBlock('n8n-import', dir);
+  // the managed edition: the janitor's schedule in n8n (docs/managed.md)
+  if (MANAGED) await setupJanitor(ex, dir, runDocBlock);
   // the workflows that only the drills use.  The control is pointed at the
   // sink in its file and published with the CLI.  The fields variant goes the
   // editor's way (docs: "Changing a published workflow"): imported as
@@ -242,7 +247,7 @@ function recordSetup() {
 function printTable() {
   const head = ['drill', 'expected', 'observed', 'sent', 'effects', 'result'];
   const lines = rows.map((r) => [String(r.drill), r.expected, r.observed, String(r.sent), String(r.effects), r.pass ? 'PASS' : 'FAIL']);
-  console.log(`\nidem_gate n8n end-to-end drills (n8n ${n8nVersion}, PostgreSQL ${pgVersion})\n`);
+  console.log(`\nidem_gate n8n end-to-end drills (n8n ${n8nVersion}, PostgreSQL ${pgVersion}, ${MANAGED ? 'the managed edition' : 'the C extension'})\n`);
   console.log('| ' + head.join(' | ') + ' |');
   console.log('|' + head.map(() => '---').join('|') + '|');
   for (const l of lines) console.log('| ' + l.map((c) => c.replace(/\|/g, '/')).join(' | ') + ' |');
@@ -259,12 +264,22 @@ try {
   pgVersion = (await q('SHOW server_version'))[0].server_version;
   await setup();
   recordSetup();
+  if (env.E2E_OPERATOR_ROLE_ERROR)
+    record('operator-role', 'docs/n8n.md run:operator-role, as the managed edition\'s owner (no superuser), as docs/managed.md says',
+      `refused: ${env.E2E_OPERATOR_ROLE_ERROR}; the inbox and its drills are left out`, false, 0, 0);
   for (let i = 0; i < drills.length; i++) {
     if (!want(i + 1)) continue;
     try {
       await drills[i]();
     } catch (e) {
       record(i + 1, '-', `error: ${e.stack ?? e}`, false, 0, 0);
+    }
+  }
+  if (MANAGED && want('janitor')) {
+    try {
+      await drillJanitor();
+    } catch (e) {
+      record('janitor', '-', `error: ${e.stack ?? e}`, false, 0, 0);
     }
   }
   recordEditorImport();

@@ -110,7 +110,7 @@ async function drill6() {
   const cEnd = await claim('evt-d6');
   await listener.end();
   const n = sink.count('evt-d6');
-  const alertText = alerted === null ? 'alert: not checked (no background worker)' : `alerted=${alerted} (${alerts.length} NOTIFY)`;
+  const alertText = alerted === null ? `alert: ${env.E2E_NO_ALERT_REASON ?? 'not checked (no background worker)'}` : `alerted=${alerted} (${alerts.length} NOTIFY)`;
   record(6, 'kill n8n after the effect: a redelivery while it is down is refused; after the restart the claim is needs_review (error workflow), redeliveries 200 needs_review, alerted, never a 2nd effect',
     `killed with effects=${effectsAtKill} claim=${cKill?.state}; sender saw ${a.status || a.text}; redelivery while down: ${down.status || down.text}; after restart claim=${cAfter?.state} (${reviewSecs}s) last_error=${JSON.stringify(cAfter?.last_error ?? null)}; redelivery ${statusSummary([b])}; ${alertText}; later ${statusSummary([c])} claim=${cEnd?.state}; effects=${n}`,
     effectsAtKill === 1 && cKill?.state === 'processing' && down.status === 0 && down.text === 'ECONNREFUSED' && cAfter?.state === 'needs_review' &&
