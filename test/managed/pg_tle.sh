@@ -11,8 +11,10 @@
 # PG_CONFIG names the PostgreSQL to build pg_tle into and to run (default
 # /opt/pg15mg/usr/lib/postgresql/15/bin/pg_config, a private copy of
 # Debian's 15): pg_tle is installed into its directories, so it must be a
-# private copy, never the system's /usr/lib/postgresql (refused).  Needs
-# root (the server runs as user postgres).  What it does:
+# private copy, never the system's /usr/lib/postgresql (refused).
+# PG_MAJOR=18 (or 17) instead builds, installs and runs in that major's
+# Debian root (scripts/roots.sh, the test command's), with its compiler and
+# headers.  Needs root (the server runs as user postgres).  What it does:
 #   1. builds and installs pg_tle (make, make install) with PG_CONFIG;
 #   2. starts a managed-like server on 127.0.0.1:PORT (IDEM_TLE_PORT, default
 #      54352): shared_preload_libraries = 'pg_tle' (and pg_cron when that
@@ -40,23 +42,14 @@ pass=0 fail=0
 ok() { echo "ok - $1"; pass=$((pass + 1)); }
 not_ok() { echo "not ok - $1"; fail=$((fail + 1)); }
 check() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1 (got '$2', expected '$3')"; fi; }
-die() { not_ok "$1"; echo "$pass passed, $fail failed"; exit 1; }
-
-[ "$(id -u)" = 0 ] || die "run as root (the server runs as user postgres)"
-[ -n "${PG_TLE_SRC:-}" ] && [ -e "$PG_TLE_SRC" ] ||
-	die "PG_TLE_SRC must name pg_tle's sources, a directory or a tarball (git clone https://github.com/aws/pg_tle)"
-[ -x "$PG_CONFIG" ] || die "no pg_config at $PG_CONFIG"
-BIN=$("$PG_CONFIG" --bindir)
-LIBDIR=$("$PG_CONFIG" --pkglibdir)
-case "$LIBDIR" in /usr/lib/postgresql/*)
-	die "PG_CONFIG is the system's PostgreSQL ($LIBDIR): use a private copy" ;;
-esac
-MAJOR=$("$BIN/postgres" --version | sed -E 's/.* ([0-9]+)(\.[0-9]+)?.*/\1/')
-DIR=$(mktemp -d "${TMPDIR:-/tmp}/idem_gate_pg_tle.XXXXXX")
-chmod 755 "$DIR"
+die() { not_ok "$1"; exit 1; }
+DIR= RDIR=
 finish() {
-	PG_CONFIG=$PG_CONFIG "$ROOT/scripts/cluster.sh" stop "$DIR/m" >/dev/null 2>&1
-	if [ -n "${IDEM_TLE_KEEP:-}" ]; then echo "kept $DIR"; else rm -rf "$DIR"; fi
+	if [ -n "$DIR" ]; then
+		cluster stop "$DIR/m" >/dev/null 2>&1
+		[ -z "$RDIR" ] || rm -rf --one-file-system "$RDIR$DIR"
+		if [ -n "${IDEM_TLE_KEEP:-}" ]; then echo "kept $DIR"; else rm -rf "$DIR"; fi
+	fi
 	echo "$pass passed, $fail failed"
 	# an explicit status: a bare exit in a trap keeps the status from before it
 	[ "$fail" -eq 0 ] && exit 0
@@ -64,12 +57,49 @@ finish() {
 }
 trap finish EXIT
 
+[ "$(id -u)" = 0 ] || die "run as root (the server runs as user postgres)"
+[ -n "${PG_TLE_SRC:-}" ] && [ -e "$PG_TLE_SRC" ] ||
+	die "PG_TLE_SRC must name pg_tle's sources, a directory or a tarball (git clone https://github.com/aws/pg_tle)"
+# in_pg CMD...: run CMD where that PostgreSQL lives (its Debian root, or here)
+if [ -n "${PG_MAJOR:-}" ] && [ "$PG_MAJOR" != 15 ]; then
+	RDIR=$("$ROOT/scripts/roots.sh" path "$PG_MAJOR") || die "no Debian root for PostgreSQL $PG_MAJOR"
+	[ -d "$RDIR" ] || die "no Debian root for PostgreSQL $PG_MAJOR at $RDIR (scripts/roots.sh $PG_MAJOR makes it)"
+	PG_CONFIG=/usr/lib/postgresql/$PG_MAJOR/bin/pg_config
+	in_pg() { chroot "$RDIR" "$@"; }
+else
+	in_pg() { "$@"; }
+fi
+in_pg test -x "$PG_CONFIG" || die "no pg_config at $RDIR$PG_CONFIG"
+BIN=$(in_pg "$PG_CONFIG" --bindir)
+LIBDIR=$(in_pg "$PG_CONFIG" --pkglibdir)
+SHAREDIR=$(in_pg "$PG_CONFIG" --sharedir)
+in_pg test -f "$(in_pg "$PG_CONFIG" --includedir-server)/postgres.h" || die "no server headers for $RDIR$PG_CONFIG"
+case "$RDIR$LIBDIR" in /usr/lib/postgresql/*)
+	die "PG_CONFIG is the system's PostgreSQL ($LIBDIR): use a private copy" ;;
+esac
+MAJOR=$(in_pg "$BIN/postgres" --version | sed -E 's/.* ([0-9]+)(\.[0-9]+)?.*/\1/')
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/idem_gate_pg_tle.XXXXXX")
+chmod 755 "$DIR"
+# scripts/cluster.sh for this PostgreSQL (in its root for PG_MAJOR)
+cluster() { if [ -n "$RDIR" ]; then env -u PG_CONFIG PG_MAJOR=$MAJOR "$ROOT/scripts/cluster.sh" "$@"; else PG_CONFIG=$PG_CONFIG "$ROOT/scripts/cluster.sh" "$@"; fi; }
+
 # --- 1. pg_tle, built from its sources into PG_CONFIG's PostgreSQL ---------------
-mkdir -p "$DIR/src"
-if [ -d "$PG_TLE_SRC" ]; then cp -a "$PG_TLE_SRC/." "$DIR/src/"; else tar -xf "$PG_TLE_SRC" -C "$DIR/src" --strip-components=1; fi
-if (cd "$DIR/src" && make with_llvm=no && make with_llvm=no install) >"$DIR/build.log" 2>&1; then
-	tle_version=$(sed -nE "s/^default_version *= *'([^']*)'.*/\1/p" "$DIR/src/pg_tle.control")
-	ok "pg_tle $tle_version builds and installs into PostgreSQL $MAJOR ($LIBDIR)"
+# the sources go where the compiler runs: here, or the same path in the root
+SRC=$RDIR$DIR/src
+mkdir -p "$SRC"
+if [ -d "$PG_TLE_SRC" ]; then cp -a "$PG_TLE_SRC/." "$SRC/"; else tar -xf "$PG_TLE_SRC" -C "$SRC" --strip-components=1; fi
+# pg_tle's src/guc-file.l needs flex: where the root has none, the host's
+# (the C it writes does not depend on the major), else Debian's package in the root
+if ! in_pg sh -c 'command -v flex' >/dev/null; then
+	if command -v flex >/dev/null; then
+		flex -o "$SRC/src/guc-file.c" "$SRC/src/guc-file.l"
+	else
+		in_pg sh -c 'apt-get install -y -q flex || { apt-get update -q && apt-get install -y -q flex; }' >"$DIR/flex.log" 2>&1
+	fi
+fi
+if in_pg sh -c "cd '$DIR/src' && make PG_CONFIG='$PG_CONFIG' with_llvm=no && make PG_CONFIG='$PG_CONFIG' with_llvm=no install" >"$DIR/build.log" 2>&1; then
+	tle_version=$(sed -nE "s/^default_version *= *'([^']*)'.*/\1/p" "$SRC/pg_tle.control")
+	ok "pg_tle $tle_version builds and installs into PostgreSQL $MAJOR ($RDIR$LIBDIR)"
 else
 	tail -30 "$DIR/build.log"
 	die "pg_tle builds against PostgreSQL $MAJOR"
@@ -77,11 +107,13 @@ fi
 
 # --- 2. the managed-like server --------------------------------------------------
 preload=pg_tle
-[ -f "$LIBDIR/pg_cron.so" ] && preload="pg_tle, pg_cron"
-PG_CONFIG=$PG_CONFIG "$ROOT/scripts/cluster.sh" start "$DIR/m" "$PORT" \
+[ -f "$RDIR$LIBDIR/pg_cron.so" ] && preload="pg_tle, pg_cron"
+cluster start "$DIR/m" "$PORT" \
 	"shared_preload_libraries = '$preload'" "cron.database_name = 'idem_tle'" >"$DIR/start.log" 2>&1 ||
 	{ cat "$DIR/start.log" "$DIR/m/server.log" 2>/dev/null; die "the server starts with pg_tle preloaded"; }
-export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres PATH="$BIN:$PATH"
+export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
+# the clients: that PostgreSQL's, or the host's for a root's server
+[ -n "$RDIR" ] || export PATH="$BIN:$PATH"
 su_sql() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 owner_sql() { psql -X -q -At -v ON_ERROR_STOP=1 -U idem_owner -d idem_tle "$@"; }
 err_of() { psql -X -q -At -v VERBOSITY=sqlstate "$@" 2>&1 >/dev/null | sed -E 's/^(psql:[^E]*)?ERROR: +//' | head -1; }
@@ -175,7 +207,7 @@ rc=$?
 tail -3 "$DIR/model.log" | sed 's/^/  /'
 if [ $rc -eq 0 ] && grep -q '^1 passed, 0 failed' "$DIR/model.log"; then ok "the model test, managed edition through pg_tle"; else
 	grep -B2 -A12 '^FAIL' "$DIR/model.log" | head -40; not_ok "the model test, managed edition through pg_tle"; fi
-if [ -f "$("$PG_CONFIG" --sharedir)/extension/idem_gate.control" ]; then
+if [ -f "$RDIR$SHAREDIR/extension/idem_gate.control" ]; then
 	IDEM_MANAGED_VIA=pg_tle /usr/bin/python3 "$here/differential.py" --seconds "$SECONDS_EACH" >"$DIR/diff.log" 2>&1
 	rc=$?
 	grep -E '^(CATALOG|DIFFERENT|  C:|  managed:|catalog:)' "$DIR/diff.log" | head -40 | sed 's/^/  /'
@@ -183,5 +215,5 @@ if [ -f "$("$PG_CONFIG" --sharedir)/extension/idem_gate.control" ]; then
 	if [ $rc -eq 0 ]; then ok "both editions, the managed one through pg_tle: the same catalog and the same answers"; else
 		not_ok "both editions, the managed one through pg_tle: the same catalog and the same answers"; fi
 else
-	not_ok "the C extension is not installed in $("$PG_CONFIG" --sharedir): make install PG_CONFIG=$PG_CONFIG, for the differential test"
+	not_ok "the C extension is not installed in $RDIR$SHAREDIR: make install PG_CONFIG=$PG_CONFIG, for the differential test"
 fi
