@@ -55,7 +55,10 @@
 # deleted, a stuck claim announced on idem_gate_alert).  What the managed
 # edition does not do (docs/managed.md) is skipped with the reason printed:
 # drill 6's stuck-claim alert while n8n is down (no background worker; the
-# janitor's schedule is down with n8n).
+# janitor's schedule is down with n8n).  The inbox's run:operator-role is
+# refused to that owner (only a superuser may attach idem_gate.workflow_acl
+# to a role, docs/managed.md "Settings"): a failed row "operator-role", and
+# the inbox and its drills are left out.
 #
 # Ports (override with env): PostgreSQL 54329, n8n 5688, n8n task broker 5689,
 # sink 5690, chat sink 5691, the inbox's nginx 5692 (IDEM_E2E_PROXY_PORT).  Exit status: 0 when every drill passed.
