@@ -70,13 +70,20 @@ def setup(skip):
     cur.execute('CREATE DATABASE %s OWNER %s' % (DB_M, OWNER))
     with admin(DB_C) as cc:
         cc.cursor().execute('CREATE EXTENSION idem_gate')
+    # IDEM_MANAGED_VIA=pg_tle (test/managed/pg_tle.sh): the pg_tle package
+    # and CREATE EXTENSION idem_gate_managed, as a role granted pgtle_admin
+    tle = os.environ.get('IDEM_MANAGED_VIA') == 'pg_tle'
     with admin(DB_M) as cm:
         cm.cursor().execute('ALTER SCHEMA public OWNER TO %s' % OWNER)
-    r = subprocess.run(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-U', OWNER, '-d', DB_M,
-                        '-f', os.path.join(HERE, '..', '..', 'managed', 'idem_gate.sql')],
+        if tle:
+            cm.cursor().execute('CREATE EXTENSION IF NOT EXISTS pg_tle')
+            cm.cursor().execute('GRANT pgtle_admin TO %s' % OWNER)
+    path = os.path.join(HERE, '..', '..', 'managed', 'idem_gate.pg_tle.sql' if tle else 'idem_gate.sql')
+    r = subprocess.run(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-U', OWNER, '-d', DB_M, '-f', path]
+                       + (['-c', 'CREATE EXTENSION idem_gate_managed'] if tle else []),
                        capture_output=True, text=True)
     if r.returncode != 0:
-        raise SystemExit('managed/idem_gate.sql: ' + (r.stderr or r.stdout))
+        raise SystemExit('%s: %s' % (os.path.basename(path), r.stderr or r.stdout))
     functions = None
     for db in (DB_C, DB_M):
         conn = admin(db)

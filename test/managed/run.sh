@@ -19,7 +19,8 @@
 #   - the canonical-JSON suite (test/suites/20_jcs.sh, IDEM_EDITION=managed);
 #   - the pg_regress files of sql/ against expected/ (regress.sh), where
 #     test/managed/expected/*.patch gives the differences by design.
-# The pg_tle package is not tested here: pg_tle is not in Debian.
+# The pg_tle package is not tested here: pg_tle is not in Debian; given its
+# sources, test/managed/pg_tle.sh builds it and tests the package.
 #
 # Runs from the test command (test/suites/80_managed.sh) with the
 # variables it sets (IDEM_PG_MAJOR, IDEM_PG_BIN, IDEM_PG_AS_POSTGRES,

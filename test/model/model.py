@@ -1552,11 +1552,19 @@ class Run:
         cur.execute('CREATE ROLE %s LOGIN CREATEDB CREATEROLE' % owner)
         cur.execute('ALTER DATABASE %s OWNER TO %s' % (self.db, owner))
         c.execute('ALTER SCHEMA public OWNER TO %s' % owner)
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'managed', 'idem_gate.sql')
+        # IDEM_MANAGED_VIA=pg_tle (test/managed/pg_tle.sh): the pg_tle package
+        # and CREATE EXTENSION idem_gate_managed, as a role granted pgtle_admin
+        tle = os.environ.get('IDEM_MANAGED_VIA') == 'pg_tle'
+        if tle:
+            c.execute('CREATE EXTENSION IF NOT EXISTS pg_tle')
+            cur.execute('GRANT pgtle_admin TO %s' % owner)
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'managed',
+                            'idem_gate.pg_tle.sql' if tle else 'idem_gate.sql')
         r = subprocess.run(['psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-U', owner, '-d', self.db,
-                            '-f', path], capture_output=True, text=True)
+                            '-f', path] + (['-c', 'CREATE EXTENSION idem_gate_managed'] if tle else []),
+                           capture_output=True, text=True)
         if r.returncode != 0:
-            raise Fail('managed/idem_gate.sql: %s' % (r.stderr.strip() or r.stdout.strip()), None)
+            raise Fail('%s: %s' % (os.path.basename(path), r.stderr.strip() or r.stdout.strip()), None)
         c.execute('SELECT idem_gate.managed_version()')
         v = c.fetchone()[0]
         missing = [m for m in self.missing_api(c) if not m.startswith('setting ')]

@@ -12,7 +12,7 @@
 # (inbox-a..e, test/n8n/inbox-browser.mjs; test/n8n/browser.sh runs only
 # those), and --screenshots also refreshes docs/img/n8n-inbox-*.png.
 #
-# Every other variable of e2e.sh (PG_CONFIG, PG_BIN, E2E_ONLY, IDEM_E2E_*)
+# Every other variable of e2e.sh (PG_CONFIG, PG_BIN, E2E_ONLY, IDEM_EDITION, IDEM_E2E_*)
 # is passed through.  Each version's output goes to the terminal as it runs,
 # then one line per version and, last, the sum: "N passed, N failed".
 # Exit status: 0 when every drill of every version passed.

@@ -7,6 +7,8 @@
 #                                         # editor's import route (Debian's chromium)
 #   test/n8n/e2e.sh --editor              # the editor check only, no pictures
 #   test/n8n/e2e-all.sh                   # every pinned version, one summary line
+#   IDEM_EDITION=managed test/n8n/e2e.sh  # the managed edition (docs/managed.md), below
+#   E2E_ONLY=1,2,janitor test/n8n/e2e.sh  # some drills only (setup is always done)
 #
 # It follows docs/n8n.md's "Gate a webhook" as written: every block marked
 # <!-- run: NAME --> there is extracted (test/n8n/doc_block.mjs) and run, with
@@ -37,6 +39,26 @@
 # "Alerts" as written (the operator role, the inbox and alerts workflows) and
 # runs the inbox drills in headless Chromium (test/n8n/inbox-browser.mjs,
 # puppeteer-core); test/n8n/browser.sh runs those alone.
+#
+# IDEM_EDITION=managed: the same examples, unchanged, against the managed
+# edition, installed as docs/managed.md says.  The server preloads pg_cron
+# (when the PostgreSQL of PG_BIN has it) and not idem_gate; no C extension is
+# installed; a role that owns the database app, may create roles and is no
+# superuser (the service's owner role: rds_superuser, Supabase's postgres)
+# runs docs/managed.md's run:managed-install (psql -f managed/idem_gate.sql),
+# and then, as that role, the same run:n8n-role (and run:operator-role) as
+# above, the policy row of run:stuck-alert, and docs/managed.md's
+# run:janitor-grant.  The janitor is the shipped
+# examples/n8n/janitor-schedule.json, imported and published unchanged
+# (docs/managed.md run:janitor-import); drill "janitor" checks that its
+# passes ran in n8n and did their work (a completed claim past its retention
+# deleted, a stuck claim announced on idem_gate_alert).  What the managed
+# edition does not do (docs/managed.md) is skipped with the reason printed:
+# drill 6's stuck-claim alert while n8n is down (no background worker; the
+# janitor's schedule is down with n8n).  The inbox's run:operator-role is
+# refused to that owner (only a superuser may attach idem_gate.workflow_acl
+# to a role, docs/managed.md "Settings"): a failed row "operator-role", and
+# the inbox and its drills are left out.
 #
 # Ports (override with env): PostgreSQL 54329, n8n 5688, n8n task broker 5689,
 # sink 5690, chat sink 5691, the inbox's nginx 5692 (IDEM_E2E_PROXY_PORT).  Exit status: 0 when every drill passed.
@@ -81,6 +103,9 @@ export E2E_DB=app            # the database docs/n8n.md creates
 export E2E_ROLE=n8n_gate
 export E2E_ROLE_PASSWORD="e2e-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
 export E2E_STUCK_AFTER="${IDEM_E2E_STUCK_AFTER:-5 seconds}"
+# the edition under test: c (the extension) or managed (managed/idem_gate.sql)
+export E2E_EDITION="${IDEM_EDITION:-c}"
+case "$E2E_EDITION" in c|managed) ;; *) echo "IDEM_EDITION: c or managed, not $E2E_EDITION" >&2; exit 2 ;; esac
 
 log() { printf '[e2e] %s\n' "$*" >&2; }
 
@@ -120,8 +145,12 @@ run_doc_sh() {
 }
 
 # --- 2. idem_gate, with the documented install line ------------------------------
-log "installing idem_gate into $("$PG_CONFIG" --pkglibdir)"
-(cd "$ROOT" && run_doc_sh install) >&2
+if [ "$E2E_EDITION" = managed ]; then
+  log "managed edition: no C extension is installed (docs/managed.md)"
+else
+  log "installing idem_gate into $("$PG_CONFIG" --pkglibdir)"
+  (cd "$ROOT" && run_doc_sh install) >&2
+fi
 
 # --- work directory and cleanup -----------------------------------------------
 WORK=$(mktemp -d /tmp/idem_gate_e2e.XXXXXX)
@@ -168,22 +197,61 @@ fsync = off
 logging_collector = off
 log_min_messages = warning
 EOF
-# the documented lines (shared_preload_libraries, idem_gate.database)
-doc_block postgresql.conf >> "$PGDATA/postgresql.conf"
+if [ "$E2E_EDITION" = managed ]; then
+  # a managed-like server: pg_cron preloaded where this PostgreSQL has it, as
+  # the services offer it (test/managed/run.sh), idem_gate not
+  if [ -f "$("$PG_CONFIG" --pkglibdir)/pg_cron.so" ]; then
+    printf "shared_preload_libraries = 'pg_cron'\ncron.database_name = '%s'\n" "$E2E_DB" >> "$PGDATA/postgresql.conf"
+  else
+    log "no pg_cron in $("$PG_CONFIG" --pkglibdir): nothing preloaded"
+  fi
+else
+  # the documented lines (shared_preload_libraries, idem_gate.database)
+  doc_block postgresql.conf >> "$PGDATA/postgresql.conf"
+fi
 runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$WORK/postgres.log" -w start >/dev/null
 PG_STARTED=1
 export PGHOST="$WORK" PGPORT="$E2E_PGPORT" PGUSER=postgres
 export E2E_PGDATA="$PGDATA"
 psql() { runuser -u postgres -- env PGHOST="$WORK" PGPORT="$E2E_PGPORT" "$PSQL" -X -v ON_ERROR_STOP=1 -q "$@"; }
 
-# the documented database and extension (connected to postgres, as a superuser)
-doc_block database > "$WORK/database.sql"
-chmod 644 "$WORK/database.sql"
-psql -d postgres -f "$WORK/database.sql"
+if [ "$E2E_EDITION" = managed ]; then
+  # what a service hands out: a database and its owner, who may create roles
+  # and databases and is no superuser; as that role, docs/managed.md's install
+  export E2E_OWNER=idem_owner
+  psql -d postgres -c "CREATE ROLE $E2E_OWNER LOGIN CREATEDB CREATEROLE" -c "CREATE DATABASE $E2E_DB OWNER $E2E_OWNER"
+  MDOC="$ROOT/docs/managed.md"
+  script=$(node "$HERE/doc_block.mjs" "$MDOC" managed-install) || exit 1
+  log "docs/managed.md run:managed-install: $script"
+  (cd "$ROOT" && runuser -u postgres -- env DATABASE_URL="postgresql:///$E2E_DB?host=$WORK&port=$E2E_PGPORT&user=$E2E_OWNER" \
+    PATH="$PG_BIN:$PATH" bash -euo pipefail -c "$script") >/dev/null
+  [ "$(psql -d "$E2E_DB" -Atc "SELECT rolsuper FROM pg_roles WHERE rolname = '$E2E_OWNER'")" = f ] ||
+    { echo "the managed edition's owner must be no superuser" >&2; exit 1; }
+  log "managed edition $(psql -d "$E2E_DB" -Atc 'SELECT idem_gate.managed_version()') installed by $E2E_OWNER (no superuser); preloaded: $(psql -d "$E2E_DB" -Atc 'SHOW shared_preload_libraries')"
+  # the documented SQL blocks from here on run as that role
+  gate_psql() { psql -U "$E2E_OWNER" "$@"; }
+else
+  # the documented database and extension (connected to postgres, as a superuser)
+  doc_block database > "$WORK/database.sql"
+  chmod 644 "$WORK/database.sql"
+  psql -d postgres -f "$WORK/database.sql"
+  gate_psql() { psql "$@"; }
+fi
 # a short stuck_after makes drill 6's alert observable within seconds: the
 # documented policy row (docs/n8n.md run:stuck-alert), with its '30 seconds'
 # shortened, and a janitor pass every second
-if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_settings WHERE name = 'idem_gate.stuck_after'")" = 1 ]; then
+if [ "$E2E_EDITION" = managed ]; then
+  # the policy row as documented (the janitor_run() passes read it); no
+  # naptime: the janitor is n8n's schedule (janitor-schedule.json)
+  doc_block stuck-alert > "$WORK/stuck-alert.sql.in"
+  grep -q "'30 seconds'" "$WORK/stuck-alert.sql.in" || { echo "docs/n8n.md run:stuck-alert lost its '30 seconds'" >&2; exit 1; }
+  sed "s/'30 seconds'/'$E2E_STUCK_AFTER'/" "$WORK/stuck-alert.sql.in" > "$WORK/stuck-alert.sql"
+  chmod 644 "$WORK/stuck-alert.sql"
+  log "docs/n8n.md run:stuck-alert, as $E2E_OWNER: $(tr '\n' ' ' < "$WORK/stuck-alert.sql")"
+  gate_psql -d "$E2E_DB" -f "$WORK/stuck-alert.sql"
+  export E2E_HAS_STUCK_AFTER=0
+  export E2E_NO_ALERT_REASON="skipped: the managed edition has no background worker (docs/managed.md); its janitor is n8n's schedule, down with n8n; drill janitor checks the schedule's alerts"
+elif [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_settings WHERE name = 'idem_gate.stuck_after'")" = 1 ]; then
   doc_block stuck-alert > "$WORK/stuck-alert.sql.in"
   grep -q "'30 seconds'" "$WORK/stuck-alert.sql.in" || { echo "docs/n8n.md run:stuck-alert lost its '30 seconds'" >&2; exit 1; }
   sed "s/'30 seconds'/'$E2E_STUCK_AFTER'/" "$WORK/stuck-alert.sql.in" > "$WORK/stuck-alert.sql"
@@ -212,7 +280,14 @@ doc_block n8n-role > "$WORK/role.sql.in"
 grep -q "'change-me'" "$WORK/role.sql.in" || { echo "docs/n8n.md run:n8n-role lost its 'change-me' placeholder" >&2; exit 1; }
 sed "s/'change-me'/'$E2E_ROLE_PASSWORD'/" "$WORK/role.sql.in" > "$WORK/role.sql"
 chmod 644 "$WORK/role.sql"
-psql -d "$E2E_DB" -f "$WORK/role.sql"
+gate_psql -d "$E2E_DB" -f "$WORK/role.sql"
+if [ "$E2E_EDITION" = managed ]; then
+  # the janitor's schedule in n8n runs as the gate's credential: docs/managed.md's grant
+  node "$HERE/doc_block.mjs" "$MDOC" janitor-grant > "$WORK/janitor-grant.sql"
+  chmod 644 "$WORK/janitor-grant.sql"
+  log "docs/managed.md run:janitor-grant, as $E2E_OWNER: $(tr '\n' ' ' < "$WORK/janitor-grant.sql")"
+  gate_psql -d "$E2E_DB" -f "$WORK/janitor-grant.sql"
+fi
 
 # --- 4b. the operator role of the inbox (docs/n8n.md run:operator-role, idem_gate
 # 1.2 and later): the documented block, with its password placeholder replaced
@@ -225,8 +300,20 @@ if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_views WHERE schemaname =
   sed "s/'change-me'/'$E2E_INBOX_ROLE_PASSWORD'/" "$WORK/operator-role.sql.in" > "$WORK/operator-role.sql"
   chmod 644 "$WORK/operator-role.sql"
   log "docs/n8n.md run:operator-role: $(tr '\n' ' ' < "$WORK/operator-role.sql.in")"
-  psql -d "$E2E_DB" -f "$WORK/operator-role.sql" >/dev/null
-  export E2E_HAS_INBOX=1
+  if [ "$E2E_EDITION" = managed ]; then
+    # as the owner, who is no superuser: a refusal is recorded as a failed
+    # row (drills.mjs) and the inbox is left out, the other drills still run
+    if gate_psql -d "$E2E_DB" -f "$WORK/operator-role.sql" >/dev/null 2>"$WORK/operator-role.err"; then
+      export E2E_HAS_INBOX=1
+    else
+      cat "$WORK/operator-role.err" >&2
+      export E2E_OPERATOR_ROLE_ERROR="$(grep -m1 ERROR "$WORK/operator-role.err")"
+      export E2E_HAS_INBOX=0
+    fi
+  else
+    gate_psql -d "$E2E_DB" -f "$WORK/operator-role.sql" >/dev/null
+    export E2E_HAS_INBOX=1
+  fi
   # the inbox drills drive Debian's chromium with puppeteer-core from the npm
   # registry (it downloads no browser)
   command -v chromium >/dev/null 2>&1 || apt-get install -y chromium >&2
