@@ -48,8 +48,9 @@ finish() {
 	PG_MAJOR=$MAJOR "$ROOT/scripts/cluster.sh" stop "$DIR/m" >/dev/null 2>&1
 	if [ -n "${IDEM_MANAGED_KEEP:-}" ]; then echo "kept $DIR"; else rm -rf "$DIR"; fi
 	echo "$pass passed, $fail failed"
-	[ "$fail" -eq 0 ]
-	exit
+	# in an EXIT trap a bare exit keeps the status from before the trap
+	[ "$fail" -eq 0 ] && exit 0
+	exit 1
 }
 trap finish EXIT
 # the results of libpq programs, as the superuser and as the owner

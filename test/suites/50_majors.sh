@@ -31,8 +31,9 @@ finish() {
 	psql -X -q -d postgres -c "DROP DATABASE IF EXISTS restored" -c "DROP DATABASE IF EXISTS green" >/dev/null 2>&1
 	rm -rf "$DIR"
 	echo "$pass passed, $fail failed"
-	[ "$fail" -eq 0 ]
-	exit
+	# in an EXIT trap a bare exit keeps the status from before the trap
+	[ "$fail" -eq 0 ] && exit 0
+	exit 1
 }
 trap finish EXIT
 blue() { psql -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$BLUE_PORT" -U postgres -d blue "$@"; }
