@@ -455,6 +455,11 @@ REVOKE ALL ON FUNCTION idem_gate.m_write_guard(pg_catalog.text) FROM PUBLIC;
  * off is not read as off where the catalog says on), or the same setting
  * attached with ALTER ROLE ... SET or ALTER DATABASE ... SET to the role,
  * to any role whose privileges it has, or to every role of the database.
+ * On PostgreSQL 15 and later only a superuser may attach a setting that no
+ * loaded library defines, as every idem_gate.* is here, to a role or a
+ * database: the installing role of a managed service is none, so it turns
+ * the setting on for a role with idem_gate.set_workflow_acl() instead,
+ * kept in idem_gate_call.workflow_acl_roles and read as that setting is.
  * Superusers and the owner of idem_gate (who installed it) are never
  * restricted.  The C edition caches the decision per backend; here
  * nothing is cached, because anything a session could keep a cache in
@@ -476,9 +481,61 @@ $$;
 REVOKE ALL ON FUNCTION idem_gate.m_owner() FROM PUBLIC;
 
 /*
+ * The roles the owner restricted with idem_gate.set_workflow_acl(), for
+ * services where it may not run ALTER ROLE ... SET idem_gate.workflow_acl.
+ * In schema idem_gate_call, beside the bodies, because only the managed
+ * edition has it; no role but the owner reads or writes it.  A role is
+ * kept by its oid: a role dropped since is skipped, never an error.
+ */
+CREATE TABLE idem_gate_call.workflow_acl_roles (
+	role pg_catalog.oid PRIMARY KEY
+);
+
+REVOKE ALL ON idem_gate_call.workflow_acl_roles FROM PUBLIC;
+
+/*
+ * Turn per-workflow access on (or off again) for a role, as ALTER ROLE
+ * ... SET idem_gate.workflow_acl = on does for the C edition; the roles
+ * that have its privileges are restricted too.  Only the owner may call
+ * it.  What ALTER ROLE or ALTER DATABASE turned on stays on.
+ */
+CREATE FUNCTION idem_gate.set_workflow_acl(role pg_catalog.name, enabled pg_catalog.bool)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	r pg_catalog.oid;
+BEGIN
+	IF role IS NULL THEN
+		RAISE EXCEPTION 'role must not be null' USING ERRCODE = '22004';
+	END IF;
+	IF enabled IS NULL THEN
+		RAISE EXCEPTION 'enabled must not be null'
+			USING ERRCODE = '22004', HINT = 'Pass true to restrict the role to its granted workflows, false to lift that.';
+	END IF;
+	SELECT g.oid INTO r FROM pg_catalog.pg_roles g WHERE g.rolname OPERATOR(pg_catalog.=) set_workflow_acl.role;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'role "%" does not exist', role USING ERRCODE = '42704';
+	END IF;
+	IF enabled THEN
+		INSERT INTO idem_gate_call.workflow_acl_roles AS w (role) VALUES (r)
+			ON CONFLICT (role) DO NOTHING;
+	ELSE
+		DELETE FROM idem_gate_call.workflow_acl_roles w WHERE w.role OPERATOR(pg_catalog.=) r;
+	END IF;
+END
+$$;
+
+COMMENT ON FUNCTION idem_gate.set_workflow_acl(pg_catalog.name, pg_catalog.bool) IS 'managed edition: per-workflow access on or off for a role, where ALTER ROLE ... SET idem_gate.workflow_acl needs a superuser';
+
+REVOKE ALL ON FUNCTION idem_gate.set_workflow_acl(pg_catalog.name, pg_catalog.bool) FROM PUBLIC;
+
+/*
  * Does a setting of pg_db_role_setting, for every database or this one,
  * turn idem_gate.workflow_acl on for role or a role whose privileges it
- * has?  A setting for every role of a database counts too.
+ * has?  A setting for every role of a database counts too, and so does
+ * idem_gate.set_workflow_acl().
  */
 CREATE FUNCTION idem_gate.m_role_setting_on(role pg_catalog.oid)
 	RETURNS pg_catalog.bool
@@ -497,7 +554,11 @@ BEGIN
 					OR pg_catalog.pg_has_role(role, s.setrole, 'USAGE'))
 			   AND pg_catalog.lower(pg_catalog.split_part(item, '=', 1)) OPERATOR(pg_catalog.=) 'idem_gate.workflow_acl'
 			   AND pg_catalog.lower(pg_catalog.substr(item, pg_catalog.strpos(item, '=') OPERATOR(pg_catalog.+) 1))
-				   OPERATOR(pg_catalog.=) ANY (ARRAY['on', 'true', 'yes', '1', 't', 'y', 'tr', 'tru', 'ye'])));
+				   OPERATOR(pg_catalog.=) ANY (ARRAY['on', 'true', 'yes', '1', 't', 'y', 'tr', 'tru', 'ye']))
+		OR EXISTS (
+			SELECT 1 FROM idem_gate_call.workflow_acl_roles w
+			 WHERE CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_roles g WHERE g.oid OPERATOR(pg_catalog.=) w.role)
+						THEN pg_catalog.pg_has_role(role, w.role, 'USAGE') ELSE false END));
 END
 $$;
 

@@ -90,6 +90,13 @@ SELECT pg_catalog.format('GRANT %s ON SCHEMA idem_gate TO %s%s', a.privilege_typ
   LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
  WHERE n.nspname OPERATOR(pg_catalog.=) 'idem_gate' AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner;
 
+/* the roles restricted with idem_gate.set_workflow_acl(), as the C edition restricts them */
+INSERT INTO idem_gate_move (stmt)
+SELECT pg_catalog.format('ALTER ROLE %I IN DATABASE %I SET idem_gate.workflow_acl = on',
+		g.rolname, pg_catalog.current_database())
+  FROM idem_gate_call.workflow_acl_roles w
+  JOIN pg_catalog.pg_roles g ON g.oid OPERATOR(pg_catalog.=) w.role;
+
 /* the managed edition's functions go, its tables step aside */
 DO $$
 DECLARE

@@ -112,7 +112,8 @@ def api_functions(cur, c_edition):
                               WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
                                 AND e.extname = 'idem_gate')"""
     else:
-        where = """(n.nspname = 'idem_gate' AND p.proname !~ '^m_' AND p.proname <> 'managed_version'
+        where = """(n.nspname = 'idem_gate' AND p.proname !~ '^m_'
+                    AND p.proname NOT IN ('managed_version', 'set_workflow_acl')
                     OR n.nspname = 'public' AND p.proname ~ '^idem_')"""
     cur.execute("""
         SELECT n.nspname, p.proname, p.prokind,

@@ -149,6 +149,37 @@ check "schedule_janitor() where pg_cron is not: 55000" \
 check "... naming what is missing" \
 	"$(err_msg -U idem_owner -d idem_nocron -c "SELECT idem_gate.schedule_janitor()")" \
 	'pg_cron is not installed in database "idem_nocron"'
+# per-workflow access, turned on by the owner, who may not attach an
+# idem_gate.* setting to a role (PostgreSQL 15 and later: only superusers
+# may attach a parameter no loaded library defines)
+check "the owner may not ALTER ROLE ... SET idem_gate.workflow_acl" \
+	"$(err_of -U idem_owner -d idem_nocron -c "ALTER ROLE idem_nocreate SET idem_gate.workflow_acl = on")" "42501"
+owner_sql -d idem_nocron >/dev/null <<'SQL'
+CREATE ROLE acl_team;
+CREATE ROLE acl_alice LOGIN IN ROLE acl_team;
+CREATE ROLE acl_gone;
+GRANT USAGE ON SCHEMA idem_gate TO acl_team;
+GRANT EXECUTE ON FUNCTION idem_claim(text, text, interval) TO acl_team;
+SELECT idem_gate.grant_workflow('acl_team', 'orders');
+SQL
+alice_claim() { psql -X -q -At -U acl_alice -d idem_nocron -v VERBOSITY=sqlstate -c "SELECT idem_claim('$1', '$2')" 2>&1 | sed -E 's/^(psql:[^E]*)?ERROR: +//'; }
+check "before set_workflow_acl(): a member of the team claims any workflow" "$(alice_claim a1 billing)" "new"
+owner_sql -d idem_nocron -c "SELECT idem_gate.set_workflow_acl('acl_team', true)" -c "SELECT idem_gate.set_workflow_acl('acl_gone', true)" >/dev/null
+check "after set_workflow_acl('acl_team', true): its member is refused another workflow" "$(alice_claim a2 billing)" "42501"
+check "... and claims its granted one" "$(alice_claim a3 orders)" "new"
+check "only the owner may call set_workflow_acl()" \
+	"$(err_of -U acl_alice -d idem_nocron -c "SELECT idem_gate.set_workflow_acl('acl_alice', false)")" "42501"
+check "set_workflow_acl(NULL, true): 22004" \
+	"$(err_of -U idem_owner -d idem_nocron -c "SELECT idem_gate.set_workflow_acl(NULL, true)")" "22004"
+check "set_workflow_acl(role, NULL): 22004" \
+	"$(err_of -U idem_owner -d idem_nocron -c "SELECT idem_gate.set_workflow_acl('acl_team', NULL)")" "22004"
+check "set_workflow_acl() of a role that does not exist: 42704, named" \
+	"$(err_msg -U idem_owner -d idem_nocron -c "SELECT idem_gate.set_workflow_acl('acl_nobody', true)")" \
+	'role "acl_nobody" does not exist'
+owner_sql -d idem_nocron -c "DROP ROLE acl_gone" >/dev/null
+check "a restricted role dropped since changes nothing" "$(alice_claim a4 orders)" "new"
+owner_sql -d idem_nocron -c "SELECT idem_gate.set_workflow_acl('acl_team', false)" >/dev/null
+check "set_workflow_acl('acl_team', false) lifts it" "$(alice_claim a5 billing)" "new"
 cron_version=$(su_sql -d idem_managed -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_cron'")
 case "$cron_version" in 1.[0-4]*) every='* * * * *' wait=75 ;; *) every='2 seconds' wait=20 ;; esac
 owner_sql -d idem_managed -c "INSERT INTO idem_gate.policies (workflow, stuck_after) VALUES ('cron_wf', '1 second')" \
@@ -274,6 +305,7 @@ SELECT idem_claim('mv_gone', 'move'); SELECT idem_release('mv_gone', 'move', 'mi
 SELECT token FROM idem_claim_ex('mv_fenced', 'move', NULL, 'fp', 'run-1', '{"a": 1}');
 INSERT INTO idem_gate.policies (workflow, retention, receipt_retention) VALUES ('move', '40 days', '10 days');
 SELECT idem_gate.grant_workflow('idem_n8n', 'move%');
+SELECT idem_gate.set_workflow_acl('idem_n8n', true);
 SQL
 claims_q="SELECT string_agg(format('%s/%s %s a%s t%s %s %s %s %s %s %s', workflow, key, state, attempt, token, result,
 	last_error, token_issued, fingerprint, execution_id, payload), E'\n' ORDER BY workflow, key) FROM idem_gate.claims"
@@ -301,5 +333,9 @@ check "the next token is larger than every one handed out" \
 check "a role's grants are given again on the extension's objects" \
 	"$(psql -X -q -At -U idem_n8n -d idem_managed -c "SELECT outcome FROM idem_claim_ex('mv_done', 'move')" \
 		-c "SELECT count(*) FROM idem_gate.claims WHERE workflow = 'move'")" "$(printf 'completed\n6')"
+check "a role restricted with set_workflow_acl() is restricted by the catalog setting" \
+	"$(su_sql -d idem_managed -c "SELECT s.setconfig::text FROM pg_db_role_setting s
+		WHERE s.setrole = 'idem_n8n'::regrole AND s.setdatabase = (SELECT oid FROM pg_database WHERE datname = 'idem_managed')")" \
+	"{idem_gate.workflow_acl=on}"
 check "a second move is refused" "$(err_msg -d idem_managed -f "$ROOT/managed/to_extension.sql")" \
 	"this database holds idem_gate, the C extension, already"

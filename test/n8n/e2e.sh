@@ -55,9 +55,9 @@
 # deleted, a stuck claim announced on idem_gate_alert).  What the managed
 # edition does not do (docs/managed.md) is skipped with the reason printed:
 # drill 6's stuck-claim alert while n8n is down (no background worker; the
-# janitor's schedule is down with n8n).  The inbox's run:operator-role is
-# refused to that owner (only a superuser may attach idem_gate.workflow_acl
-# to a role, docs/managed.md "Settings"): a failed row "operator-role", and
+# janitor's schedule is down with n8n).  The inbox's run:operator-role runs
+# with its ALTER ROLE ... SET idem_gate.workflow_acl line as docs/managed.md
+# "Settings" says (idem_gate.set_workflow_acl()); were it refused: a failed row "operator-role", and
 # the inbox and its drills are left out.
 #
 # Ports (override with env): PostgreSQL 54329, n8n 5688, n8n task broker 5689,
@@ -301,6 +301,12 @@ if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_views WHERE schemaname =
   chmod 644 "$WORK/operator-role.sql"
   log "docs/n8n.md run:operator-role: $(tr '\n' ' ' < "$WORK/operator-role.sql.in")"
   if [ "$E2E_EDITION" = managed ]; then
+    # docs/managed.md, "Settings": the owner may not attach a setting to a
+    # role, so the block's ALTER ROLE ... SET idem_gate.workflow_acl = on is
+    # SELECT idem_gate.set_workflow_acl(role, true), as that page says
+    sed -i -E "s/^( *)ALTER ROLE ([a-z_0-9]+) SET idem_gate\.workflow_acl = on;/\1SELECT idem_gate.set_workflow_acl('\2', true);/" "$WORK/operator-role.sql"
+    grep -q "set_workflow_acl('n8n_inbox', true)" "$WORK/operator-role.sql" ||
+      { echo "docs/n8n.md run:operator-role lost its ALTER ROLE n8n_inbox SET idem_gate.workflow_acl = on line" >&2; exit 1; }
     # as the owner, who is no superuser: a refusal is recorded as a failed
     # row (drills.mjs) and the inbox is left out, the other drills still run
     if gate_psql -d "$E2E_DB" -f "$WORK/operator-role.sql" >/dev/null 2>"$WORK/operator-role.err"; then
