@@ -487,7 +487,7 @@ REVOKE ALL ON FUNCTION idem_gate.m_owner() FROM PUBLIC;
  * kept by its oid: a role dropped since is skipped, never an error.
  */
 CREATE TABLE idem_gate_call.workflow_acl_roles (
-	role pg_catalog.oid PRIMARY KEY
+	roleid pg_catalog.oid PRIMARY KEY
 );
 
 REVOKE ALL ON idem_gate_call.workflow_acl_roles FROM PUBLIC;
@@ -518,10 +518,10 @@ BEGIN
 		RAISE EXCEPTION 'role "%" does not exist', role USING ERRCODE = '42704';
 	END IF;
 	IF enabled THEN
-		INSERT INTO idem_gate_call.workflow_acl_roles AS w (role) VALUES (r)
-			ON CONFLICT (role) DO NOTHING;
+		INSERT INTO idem_gate_call.workflow_acl_roles AS w (roleid) VALUES (r)
+			ON CONFLICT (roleid) DO NOTHING;
 	ELSE
-		DELETE FROM idem_gate_call.workflow_acl_roles w WHERE w.role OPERATOR(pg_catalog.=) r;
+		DELETE FROM idem_gate_call.workflow_acl_roles w WHERE w.roleid OPERATOR(pg_catalog.=) r;
 	END IF;
 END
 $$;
@@ -556,8 +556,8 @@ BEGIN
 				   OPERATOR(pg_catalog.=) ANY (ARRAY['on', 'true', 'yes', '1', 't', 'y', 'tr', 'tru', 'ye']))
 		OR EXISTS (
 			SELECT 1 FROM idem_gate_call.workflow_acl_roles w
-			 WHERE CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_roles g WHERE g.oid OPERATOR(pg_catalog.=) w.role)
-						THEN pg_catalog.pg_has_role(role, w.role, 'USAGE') ELSE false END));
+			 WHERE CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_roles g WHERE g.oid OPERATOR(pg_catalog.=) w.roleid)
+						THEN pg_catalog.pg_has_role(m_role_setting_on.role, w.roleid, 'USAGE') ELSE false END));
 END
 $$;
 

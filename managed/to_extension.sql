@@ -95,7 +95,7 @@ INSERT INTO idem_gate_move (stmt)
 SELECT pg_catalog.format('ALTER ROLE %I IN DATABASE %I SET idem_gate.workflow_acl = on',
 		g.rolname, pg_catalog.current_database())
   FROM idem_gate_call.workflow_acl_roles w
-  JOIN pg_catalog.pg_roles g ON g.oid OPERATOR(pg_catalog.=) w.role;
+  JOIN pg_catalog.pg_roles g ON g.oid OPERATOR(pg_catalog.=) w.roleid;
 
 /* the managed edition's functions go, its tables step aside */
 DO $$
