@@ -361,10 +361,128 @@ $$;
 REVOKE ALL ON FUNCTION idem_gate.m_caller(pg_catalog.regrole, pg_catalog.text) FROM PUBLIC;
 
 /*
+ * A rule on a table a call is about to write, refused as the C edition's
+ * ig_call_refuse_rules() refuses it (55000, naming the first of tables
+ * that has one): a rule rewrites the gate's INSERT ... ON CONFLICT and
+ * UPDATE ... RETURNING, so the gate could neither honour it nor write
+ * around it.
+ */
+CREATE FUNCTION idem_gate.m_refuse_rules(tables pg_catalog.regclass[])
+	RETURNS void
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	found_name pg_catalog.name;
+	found_rel pg_catalog.text;
+BEGIN
+	SELECT r.rulename, r.ev_class::pg_catalog.regclass::pg_catalog.text
+	  INTO found_name, found_rel
+	  FROM pg_catalog.pg_rewrite r
+	 WHERE r.ev_class OPERATOR(pg_catalog.=) ANY (tables)
+	   AND r.ev_enabled OPERATOR(pg_catalog.<>) 'D'
+	 ORDER BY pg_catalog.array_position(tables, r.ev_class::pg_catalog.regclass), r.rulename
+	 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'idem_gate cannot write %: rule "%" is attached to it', found_rel, found_name
+			USING ERRCODE = '55000',
+				  DETAIL = 'A rule rewrites the gate''s INSERT ... ON CONFLICT, UPDATE ... RETURNING and data-modifying WITH statements, so the gate could neither honour it nor write around it.',
+				  HINT = 'Drop the rule; a trigger can do what it did, and the gate honours triggers.';
+	END IF;
+END
+$$;
+
+REVOKE ALL ON FUNCTION idem_gate.m_refuse_rules(pg_catalog.regclass[]) FROM PUBLIC;
+
+/*
+ * Code a backend may hold parsed under another search_path, on a table a
+ * call is about to write, refused as the C edition's cached_code.c refuses
+ * it (55000): an index's expression or predicate, or a CHECK of a
+ * column's domain, that calls a LANGUAGE sql function with neither its own
+ * search_path nor a BEGIN ATOMIC body.  PostgreSQL inlines such a function
+ * into a cache that lives as long as the session, under the search_path of
+ * whoever first used it, and the gate writes with its owner's rights: a
+ * caller who primed that cache under a path of its own would have its own
+ * function run as the owner.  Found through pg_depend, which records
+ * every function an index, a constraint or a BEGIN ATOMIC body calls.
+ */
+CREATE FUNCTION idem_gate.m_refuse_cached_code(tables pg_catalog.regclass[])
+	RETURNS void
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	t pg_catalog.regclass;
+	what pg_catalog.text;
+BEGIN
+	FOREACH t IN ARRAY tables LOOP
+		WITH RECURSIVE reach(o, n, what, fn) AS (
+			/* the functions an index's expressions or predicate call */
+			SELECT 1, ic.relname::pg_catalog.text, pg_catalog.format('index "%s"', ic.relname), d.refobjid
+			  FROM pg_catalog.pg_index i
+			  JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid
+			  JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+										  AND d.objid OPERATOR(pg_catalog.=) i.indexrelid
+										  AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+			 WHERE i.indrelid OPERATOR(pg_catalog.=) t
+			UNION ALL
+			/* ... a CHECK of a column's domain calls */
+			SELECT 2, con.conname::pg_catalog.text,
+				   pg_catalog.format('CHECK constraint "%s" of domain %I.%I', con.conname, tn.nspname, ty.typname),
+				   d.refobjid
+			  FROM pg_catalog.pg_attribute att
+			  JOIN pg_catalog.pg_type ty ON ty.oid OPERATOR(pg_catalog.=) att.atttypid AND ty.typtype OPERATOR(pg_catalog.=) 'd'
+			  JOIN pg_catalog.pg_namespace tn ON tn.oid OPERATOR(pg_catalog.=) ty.typnamespace
+			  JOIN pg_catalog.pg_constraint con ON con.contypid OPERATOR(pg_catalog.=) ty.oid
+			  JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_constraint'::pg_catalog.regclass
+										  AND d.objid OPERATOR(pg_catalog.=) con.oid
+										  AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+			 WHERE att.attrelid OPERATOR(pg_catalog.=) t AND att.attnum OPERATOR(pg_catalog.>) 0
+			   AND NOT att.attisdropped
+			UNION
+			/* ... and what a BEGIN ATOMIC body among them calls in turn */
+			SELECT r.o, r.n, r.what, d.refobjid
+			  FROM reach r
+			  JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) r.fn AND p.prosqlbody IS NOT NULL
+			  JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+										  AND d.objid OPERATOR(pg_catalog.=) p.oid
+										  AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass),
+		found AS (
+			SELECT r.o, r.n,
+				   pg_catalog.format('%s calls %I.%I(%s)', r.what, pn.nspname, p.proname,
+					   (SELECT pg_catalog.string_agg(pg_catalog.format('%I.%I', tn.nspname, ty.typname), ', ' ORDER BY a.i)
+						  FROM pg_catalog.unnest(p.proargtypes::pg_catalog.oid[]) WITH ORDINALITY AS a(ty_oid, i)
+						  JOIN pg_catalog.pg_type ty ON ty.oid OPERATOR(pg_catalog.=) a.ty_oid
+						  JOIN pg_catalog.pg_namespace tn ON tn.oid OPERATOR(pg_catalog.=) ty.typnamespace)) AS w
+			  FROM reach r
+			  JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) r.fn
+			  JOIN pg_catalog.pg_namespace pn ON pn.oid OPERATOR(pg_catalog.=) p.pronamespace
+			 WHERE p.prolang OPERATOR(pg_catalog.=) (SELECT l.oid FROM pg_catalog.pg_language l
+													  WHERE l.lanname OPERATOR(pg_catalog.=) 'sql')
+			   AND p.prosqlbody IS NULL AND NOT p.prosecdef AND NOT p.proretset
+			   AND NOT EXISTS (SELECT 1 FROM pg_catalog.unnest(p.proconfig) c
+								WHERE c LIKE 'search\_path=%'))
+		SELECT f.w INTO what FROM found f ORDER BY f.o, f.n LIMIT 1;
+		IF what IS NOT NULL THEN
+			RAISE EXCEPTION 'idem_gate cannot write %: %, a LANGUAGE sql function parsed under the caller''s search_path',
+				t::pg_catalog.text, what
+				USING ERRCODE = '55000',
+					  DETAIL = 'PostgreSQL inlines such a function into a cache that lives as long as the session, under the search_path of whoever first used it, and the gate writes with its owner''s rights.',
+					  HINT = 'Give the function its own path (ALTER FUNCTION ... SET search_path = pg_catalog, public) or write its body as BEGIN ATOMIC ... END.';
+		END IF;
+	END LOOP;
+END
+$$;
+
+REVOKE ALL ON FUNCTION idem_gate.m_refuse_cached_code(pg_catalog.regclass[]) FROM PUBLIC;
+
+/*
  * What the C edition refuses before a call writes (src/call.c,
  * src/store.c), in the same order and words:
  *   - a read-only transaction (and so a standby), with PostgreSQL's own
  *     error naming the API function, before anything is looked up;
+ *   - code a backend may hold parsed under the caller's search_path, in an
+ *     index or a domain of those tables (m_refuse_cached_code());
  *   - a rule on the claims or the audit table: a rule rewrites the gate's
  *     INSERT ... ON CONFLICT and UPDATE ... RETURNING, so the gate could
  *     neither honour it nor write around it (an UPDATE rule that does
@@ -396,20 +514,10 @@ BEGIN
 		RAISE EXCEPTION 'cannot execute %() in a read-only transaction', fname
 			USING ERRCODE = '25006';
 	END IF;
-	SELECT r.rulename, r.ev_class::pg_catalog.regclass::pg_catalog.text
-	  INTO found_name, found_rel
-	  FROM pg_catalog.pg_rewrite r
-	 WHERE r.ev_class OPERATOR(pg_catalog.=) ANY (ARRAY['idem_gate.claims'::pg_catalog.regclass,
-													  'idem_gate.audit'::pg_catalog.regclass])
-	   AND r.ev_enabled OPERATOR(pg_catalog.<>) 'D'
-	 ORDER BY r.ev_class OPERATOR(pg_catalog.=) 'idem_gate.claims'::pg_catalog.regclass DESC, r.rulename
-	 LIMIT 1;
-	IF FOUND THEN
-		RAISE EXCEPTION 'idem_gate cannot write %: rule "%" is attached to it', found_rel, found_name
-			USING ERRCODE = '55000',
-				  DETAIL = 'A rule rewrites the gate''s INSERT ... ON CONFLICT, UPDATE ... RETURNING and data-modifying WITH statements, so the gate could neither honour it nor write around it.',
-				  HINT = 'Drop the rule; a trigger can do what it did, and the gate honours triggers.';
-	END IF;
+	PERFORM idem_gate.m_refuse_rules(ARRAY['idem_gate.claims'::pg_catalog.regclass,
+										   'idem_gate.audit'::pg_catalog.regclass]);
+	PERFORM idem_gate.m_refuse_cached_code(ARRAY['idem_gate.claims'::pg_catalog.regclass,
+												 'idem_gate.audit'::pg_catalog.regclass]);
 	IF api LIKE '%claim%' AND EXISTS (
 			SELECT FROM pg_catalog.pg_sequence s
 			 WHERE s.seqrelid OPERATOR(pg_catalog.=) 'idem_gate.token_seq'::pg_catalog.regclass
@@ -614,16 +722,32 @@ $$;
 
 REVOKE ALL ON FUNCTION idem_gate.m_like(pg_catalog.text) FROM PUBLIC;
 
-/* May role use the workflow: a pattern granted to it, or to a role whose privileges it has. */
+/*
+ * May role use the workflow: a pattern granted to it, or to a role whose
+ * privileges it has; where the session's restricted login became role,
+ * one granted to the login's roles too.
+ */
 CREATE FUNCTION idem_gate.m_acl_allows(role pg_catalog.oid, workflow pg_catalog.text)
 	RETURNS pg_catalog.bool
 	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
+DECLARE
+	login pg_catalog.oid := SESSION_USER::pg_catalog.regrole::pg_catalog.oid;
+	via_login pg_catalog.bool;
 BEGIN
+	/*
+	 * a restricted login that became role (SET ROLE) keeps its team's
+	 * workflows, as in C; a superuser's login is never restricted (it has
+	 * the privileges of every role, so every role's setting would count)
+	 */
+	via_login := login OPERATOR(pg_catalog.<>) role
+		AND NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) login)
+		AND idem_gate.m_role_setting_on(login);
 	RETURN (SELECT EXISTS (
 			SELECT 1 FROM ONLY idem_gate.workflow_acl a
-			 WHERE pg_catalog.pg_has_role(m_acl_allows.role, a.role::pg_catalog.oid, 'USAGE')
+			 WHERE (pg_catalog.pg_has_role(m_acl_allows.role, a.role::pg_catalog.oid, 'USAGE')
+					OR via_login AND pg_catalog.pg_has_role(login, a.role::pg_catalog.oid, 'USAGE'))
 			   AND m_acl_allows.workflow COLLATE "C" OPERATOR(pg_catalog.~~) idem_gate.m_like(a.pattern)));
 END
 $$;
@@ -2670,6 +2794,12 @@ BEGIN
 				  DETAIL = 'A role that administers per-workflow access grants and revokes only patterns that its own grants cover.',
 				  HINT = pg_catalog.format('Ask a superuser to %s it, or grant the administering role a pattern that covers it.', verb);
 	END IF;
+	IF pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on' THEN
+		RAISE EXCEPTION 'cannot execute idem_gate.%_workflow() in a read-only transaction', verb
+			USING ERRCODE = '25006';
+	END IF;
+	PERFORM idem_gate.m_refuse_rules(ARRAY['idem_gate.workflow_acl'::pg_catalog.regclass]);
+	PERFORM idem_gate.m_refuse_cached_code(ARRAY['idem_gate.workflow_acl'::pg_catalog.regclass]);
 	IF grant_it THEN
 		INSERT INTO idem_gate.workflow_acl (role, pattern) VALUES (target::pg_catalog.regrole, acl_write.pattern)
 		ON CONFLICT DO NOTHING;

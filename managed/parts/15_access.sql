@@ -160,16 +160,32 @@ END
 $$;
 REVOKE ALL ON FUNCTION idem_gate.m_like(pg_catalog.text) FROM PUBLIC;
 
-/* May role use the workflow: a pattern granted to it, or to a role whose privileges it has. */
+/*
+ * May role use the workflow: a pattern granted to it, or to a role whose
+ * privileges it has; where the session's restricted login became role,
+ * one granted to the login's roles too.
+ */
 CREATE FUNCTION idem_gate.m_acl_allows(role pg_catalog.oid, workflow pg_catalog.text)
 	RETURNS pg_catalog.bool
 	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
+DECLARE
+	login pg_catalog.oid := SESSION_USER::pg_catalog.regrole::pg_catalog.oid;
+	via_login pg_catalog.bool;
 BEGIN
+	/*
+	 * a restricted login that became role (SET ROLE) keeps its team's
+	 * workflows, as in C; a superuser's login is never restricted (it has
+	 * the privileges of every role, so every role's setting would count)
+	 */
+	via_login := login OPERATOR(pg_catalog.<>) role
+		AND NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) login)
+		AND idem_gate.m_role_setting_on(login);
 	RETURN (SELECT EXISTS (
 			SELECT 1 FROM ONLY idem_gate.workflow_acl a
-			 WHERE pg_catalog.pg_has_role(m_acl_allows.role, a.role::pg_catalog.oid, 'USAGE')
+			 WHERE (pg_catalog.pg_has_role(m_acl_allows.role, a.role::pg_catalog.oid, 'USAGE')
+					OR via_login AND pg_catalog.pg_has_role(login, a.role::pg_catalog.oid, 'USAGE'))
 			   AND m_acl_allows.workflow COLLATE "C" OPERATOR(pg_catalog.~~) idem_gate.m_like(a.pattern)));
 END
 $$;

@@ -18,7 +18,11 @@
 #     installed in its setup, against the C edition's expected output;
 #   - the canonical-JSON suite (test/suites/20_jcs.sh, IDEM_EDITION=managed);
 #   - the pg_regress files of sql/ against expected/ (regress.sh), where
-#     test/managed/expected/*.patch gives the differences by design.
+#     test/managed/expected/*.patch gives the differences by design;
+#   - pgTAP's schema contract (test/pgtap/schema.sql skips, naming why,
+#     what the managed edition does not have);
+#   - the attack matrix's SQL cells (test/security/matrix.py --quick,
+#     IDEM_EDITION=managed).
 # The pg_tle package is not tested here: pg_tle is not in Debian; given its
 # sources, test/managed/pg_tle.sh builds it and tests the package.
 #
@@ -272,6 +276,28 @@ if [ -x "$(command -v node)" ]; then
 else
 	not_ok "node is needed for the canonical-JSON suite (scripts/deps.sh --with-node)"
 fi
+
+# the schema contract (test/pgtap/schema.sql): the same file, which skips
+# what the managed edition does not have, with why
+su_sql -d postgres -c "CREATE DATABASE idem_tap OWNER idem_owner" >/dev/null
+su_sql -d idem_tap -c "ALTER SCHEMA public OWNER TO idem_owner" -c "CREATE EXTENSION pgtap" >"$DIR/tap.log" 2>&1 &&
+	owner_sql -d idem_tap -f "$ROOT/managed/idem_gate.sql" >>"$DIR/tap.log" 2>&1 &&
+	(cd "$ROOT" && PGDATABASE=idem_tap pg_prove -v test/pgtap/schema.sql) >>"$DIR/tap.log" 2>&1
+rc=$?
+grep -E '^ok [0-9]+ .*# skip' "$DIR/tap.log" | sed 's/^/  /'
+grep -E '^(Files|Result)' "$DIR/tap.log" | sed 's/^/  /'
+if [ $rc -eq 0 ] && grep -q '^Result: PASS' "$DIR/tap.log"; then ok "pgTAP's schema contract, managed edition"; else
+	grep -E '^(not ok|#|psql|ERROR)' "$DIR/tap.log" | head -30; not_ok "pgTAP's schema contract, managed edition"; fi
+
+# the attack matrix's SQL cells (test/security/matrix.py --quick): every
+# actor x lever x entry point x table x kind of attached code, and the 1.3
+# levers, against the edition installed by a role that is no superuser
+IDEM_EDITION=managed PGDATABASE=postgres /usr/bin/python3 "$ROOT/test/security/matrix.py" --quick >"$DIR/matrix.log" 2>&1
+rc=$?
+grep -E '^# ' "$DIR/matrix.log" | sed 's/^/  /'
+tail -1 "$DIR/matrix.log" | sed 's/^/  /'
+if [ $rc -eq 0 ] && grep -qE '^[0-9]+ passed, 0 failed' "$DIR/matrix.log"; then ok "the attack matrix, managed edition"; else
+	grep -E '^not ok' "$DIR/matrix.log" | head -20; not_ok "the attack matrix, managed edition"; fi
 
 # the pg_regress files of sql/, each in a database of its own where the
 # owner installed the edition, against expected/ (test/managed/regress.sh;

@@ -8,7 +8,7 @@ import collections
 import threading
 import time
 
-from levers13_common import attempt, connect, fresh_db, gained
+from levers13_common import OWNER_OID, attempt, connect, fresh_db, gained, install_gate
 
 # -- 2. caches a caller primes ----------------------------------------------
 
@@ -138,6 +138,7 @@ def cached_cells(su, dbname, matrix, quick):
     # janitor_run() would then have nothing to write
     c = fresh_db(sc, dbname, "mx_db_owner", extension=False, quiet=True)
     cur = c.cursor()
+    install_gate(sc, cur, dbname)
     cur.execute(matrix.DB_SETUP)
     cur.execute("GRANT SELECT ON public.mx_pwned TO PUBLIC")
     for a in ("client", "operator"):
@@ -205,9 +206,8 @@ def cached_cells(su, dbname, matrix, quick):
                         problems.append("refused with %s, not 55000: %s" % (r[1], r[2]))
                 # in the call's transaction: a right gained and then rolled
                 # back is gained all the same
-                acur.execute("SELECT r.rolsuper, pg_has_role(r.oid, e.extowner, 'MEMBER')"
-                             " FROM pg_roles r, pg_extension e WHERE r.rolname = current_user"
-                             " AND e.extname = 'idem_gate'")
+                acur.execute("SELECT r.rolsuper, pg_has_role(r.oid, " + OWNER_OID + ", 'MEMBER')"
+                             " FROM pg_roles r WHERE r.rolname = current_user")
                 sup, member = acur.fetchone()
                 if sup:
                     problems.append("%s became superuser" % role)
