@@ -18,3 +18,8 @@ export const CHAT_URL = 'https://chat.example/hooks/idem-gate';
 export const DIGEST_MINUTES = 60;
 // the gates the inbox can replay a delivery to, by workflow (scope) name
 export const GATE_URLS = { orders: `${N8N_ADDRESS}/webhook/idem-gate/orders` };
+// a bulk decision takes at most this many keys per submit, and its
+// confirmation (bound to the person, the keys, the decision and the reason)
+// is valid this long
+export const BULK_MAX_KEYS = 1000;
+export const BULK_TTL_SECONDS = 3600;

@@ -1,6 +1,6 @@
 // The node builders of the inbox and alerts workflows, and the sign-in
 // expressions (the actor and the person-bound form tokens).
-import { INBOX_PG_CREDENTIAL, INBOX_PROXY_CREDENTIAL, INBOX_PATH, PROXY_SECRET_HEADER, PROXY_USER_HEADER, FORM_TTL_SECONDS } from './constants.mjs';
+import { INBOX_PG_CREDENTIAL, INBOX_PROXY_CREDENTIAL, INBOX_PATH, PROXY_SECRET_HEADER, PROXY_USER_HEADER, FORM_TTL_SECONDS, BULK_TTL_SECONDS } from './constants.mjs';
 
 // node ids are stable: each workflow starts its own range (setCounter)
 let counter = 0;
@@ -101,3 +101,13 @@ export const CSRF = `={{ (() => { const i = String(Math.floor($now.toMillis() / 
 export const FORM_OK = `={{ (() => { const [i, h] = String($json.body?.csrf ?? '').split('.'); const age = Math.floor($now.toMillis() / 1000) - Number(i); ` +
   `return /^[0-9]{1,12}$/.test(i ?? '') && age >= -60 && age <= ${FORM_TTL_SECONDS} && h === ${token('i')}; })() }}`;
 
+// A bulk decision's confirmation carries a token of its own, bound to the
+// person, the time it was shown, and exactly what it decides: the workflow,
+// the decision, the reason and the list of keys as the confirm page sent
+// them.  A form whose keys, decision or reason were changed, sent by another
+// person, or older than BULK_TTL_SECONDS, is refused before anything runs.
+const BULK_FIELDS = `String($json.body?.workflow ?? '') + '|' + String($json.body?.decision ?? '') + '|' + String($json.body?.reason ?? '').trim() + '|' + String($json.body?.keys ?? '')`;
+const bulkToken = (issued) => `('idem_gate inbox bulk|' + ${SECRET} + '|' + ${NAME} + '|' + ${issued} + '|' + ${BULK_FIELDS}).hash('sha256')`;
+export const BULK_NEXT = `={{ (() => { const i = String(Math.floor($now.toMillis() / 1000)); return i + '.' + ${bulkToken('i')}; })() }}`;
+export const BULK_OK = `={{ (() => { const [i, h] = String($json.body?.bulk ?? '').split('.'); const age = Math.floor($now.toMillis() / 1000) - Number(i); ` +
+  `return /^[0-9]{1,12}$/.test(i ?? '') && age >= -60 && age <= ${BULK_TTL_SECONDS} && h === ${bulkToken('i')}; })() }}`;
