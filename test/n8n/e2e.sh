@@ -226,6 +226,10 @@ if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_views WHERE schemaname =
   chmod 644 "$WORK/operator-role.sql"
   log "docs/n8n.md run:operator-role: $(tr '\n' ' ' < "$WORK/operator-role.sql.in")"
   psql -d "$E2E_DB" -f "$WORK/operator-role.sql" >/dev/null
+  # idem_gate 1.3: the bulk decisions' grants (docs/n8n.md run:operator-role-bulk)
+  if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_proc WHERE proname = 'idem_resolve_many'")" != 0 ]; then
+    doc_block operator-role-bulk | psql -d "$E2E_DB" -f - >/dev/null
+  fi
   export E2E_HAS_INBOX=1
   # the inbox drills drive Debian's chromium with puppeteer-core from the npm
   # registry (it downloads no browser)
