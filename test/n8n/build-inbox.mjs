@@ -10,13 +10,22 @@
 // in X-Idem-Gate-Proxy, which the Webhook nodes check with a Header Auth
 // credential, so that n8n answers 403 to a request that did not come
 // through the proxy.  The page takes the actor from that name only:
-//   GET  /webhook/idem-gate/inbox                         the list (?workflow=&reason= filter it)
+//   GET  /webhook/idem-gate/inbox                         the list (?workflow=&reason=&key=&prefix=&older_than=
+//                                                         filter it; ?after=&limit= page it)
 //   GET  /webhook/idem-gate/inbox?workflow=W&key=K        one claim: payload, last_error, receipt, history
 //   POST /webhook/idem-gate/inbox  (an HTML form)         action=resolve-completed | resolve-retry |
-//                                                         release | replay, with a reason
+//                                                         release | replay, with a reason; bulk-review |
+//                                                         bulk-confirm | bulk-apply for several claims
 // Its Postgres nodes connect as the operator role (docs/n8n.md run:operator-role),
 // which reads idem_gate.inbox and idem_gate.history() and may call idem_resolve,
 // idem_release, idem_replay and idem_status, for the workflows granted to it.
+//
+// The page's parts are in test/n8n/inbox/: constants.mjs (names, placeholders),
+// sql.mjs (its queries), nodes.mjs (node builders, the sign-in and form-token
+// expressions), page-helpers.mjs (the code every Render node starts with, and
+// the filters' check), page-list.mjs (the list and a claim), page-actions.mjs
+// (the decisions, single and bulk), workflow.mjs (the nodes and connections).
+// This file keeps the alerts and writes the three files.
 import { INBOX_PG_CREDENTIAL, INBOX_PROXY_CREDENTIAL, PROXY_SECRET_HEADER, N8N_ADDRESS, CHAT_URL, DIGEST_MINUTES, INBOX_IDS, INBOX_PATH } from './inbox/constants.mjs';
 import { setCounter, uid, pgNode, code, setNode, ifNode, sticky } from './inbox/nodes.mjs';
 import { INBOX_SQL } from './inbox/sql.mjs';
