@@ -138,10 +138,12 @@ export async function drillI(t) {
   const asOf = await text(page, '.read-at');
   const refresh = await page.$eval('a.refresh', (a) => a.getAttribute('href')).catch(() => '');
   const seen = [];
+  const ttfb = [];
   let pages = 0;
   for (;;) {
     pages += 1;
     seen.push(...(await keysOf(page)));
+    ttfb.push(await page.evaluate(() => Math.round(performance.getEntriesByType('navigation')[0].responseStart - performance.getEntriesByType('navigation')[0].requestStart)));
     if (!(await page.$('a.next-page')) || pages > 20) break;
     await click(page, 'a.next-page');
   }
@@ -163,7 +165,7 @@ export async function drillI(t) {
     /prefix=evt-page-i-/.test(refresh) && byPrefix.join() === Array.from({ length: 10 }, (_, i) => `${P}004${i}`).join() && byKey.join() === `${P}0042` &&
     old.status === 200 && /Nothing waits here/.test(old.html) && bad.status === 400 && /is not an age/.test(bad.html);
   t.record('inbox-i', `paging through ${N} claims (100 a page, next page): each once, in order; search by key prefix and by exact key; as of and Refresh keep the filters; a bad age 400`,
-    `${expected.length} made; ${seen.length} seen on ${pages} pages in ${(pagingMs / 1000).toFixed(1)} s, each once: ${once}, in the view's order: ${seen.join() === expected.join()}; as of "${asOf}", refresh ${refresh}; ` +
+    `${expected.length} made; ${seen.length} seen on ${pages} pages in ${(pagingMs / 1000).toFixed(1)} s (time to first byte per page, ms: ${ttfb.join(' ')}), each once: ${once}, in the view's order: ${seen.join() === expected.join()}; as of "${asOf}", refresh ${refresh}; ` +
       `prefix ${P}004: ${byPrefix.length} (${byPrefix[0]}..${byPrefix[byPrefix.length - 1]}); key ${P}0042: ${JSON.stringify(byKey)}; older than 1 hour ${old.status}; older_than=soon ${bad.status}`,
     pass, 0, 0);
 }

@@ -145,7 +145,7 @@ if (a.action === 'bulk-review') {
 const keys = JSON.parse(a.keys);
 if (a.action === 'bulk-confirm') {
   let body = '<h1>Confirm: ' + esc(LABEL[a.decision]) + ' for <span class="count">' + keys.length + '</span> claim' + (keys.length === 1 ? '' : 's') + ' of ' + esc(a.workflow) + '</h1>';
-  body += '<p class="notice">' + esc(NOTE[a.decision]) + '. Reason: <b class="reason">' + esc(a.reason) + '</b>, recorded for <b>' + esc(a.actor) +
+  body += '<p class="notice">' + esc(NOTE[a.decision].charAt(0).toUpperCase() + NOTE[a.decision].slice(1)) + '. Reason: <b class="reason">' + esc(a.reason) + '</b>, recorded for <b>' + esc(a.actor) +
     '</b>. Exactly these keys are decided, whatever the inbox shows by then; a claim someone decided meanwhile is left as it is and named below.</p>' + keyList(keys);
   body += '<form method="post" action="" class="action danger" data-action="bulk-apply">' + hidden('action', 'bulk-apply') + hidden('workflow', a.workflow) +
     hidden('keys', a.keys) + hidden('decision', a.decision) + hidden('reason', a.reason) + hidden('bulk', a.bulk_next) +
