@@ -412,6 +412,10 @@ async function drillE(t) {
   const live = await t.chat.waitFor((m) => m.text.includes(key), 20000, since);
   const digest = await t.chat.waitFor((m) => m.text.startsWith(':inbox_tray: idem_gate inbox') && m.text.includes('needs_review'), 80000, since);
   const warned = !!digest && /not listening/.test(digest.text);
+  // what the digest tells the operators to do: restart n8n, and the live
+  // alerts listen again (the drills after this one need them)
+  await t.stopN8n();
+  await t.startN8n();
   t.record('inbox-e', 'after a PostgreSQL restart: a live alert is missed (the Postgres Trigger does not listen again); the digest reports what waits and warns that nobody listens',
     `live alert after the restart: ${live ? 'arrived' : 'missed'}; digest ${digest ? `arrived ${((digest.at - since) / 1000).toFixed(0)} s later, warning=${warned}` : 'none'}`,
     !!digest && (live ? true : warned), 0, 0);
