@@ -492,8 +492,13 @@ async function drillF(t) {
 async function drillG(t) {
   const since = Date.now();
   const key = 'evt-fail-6';
-  // six failures before the side effect, each a delivery the sender retried
-  for (let i = 0; i < 6; i++) await failedClaim(t, key, t.order(key), 'Side effect: connect ECONNREFUSED', true);
+  // six failures before the side effect, each a delivery the sender retried;
+  // the sixth once the fifth's alert is posted: the alert looks the claim up
+  // when it runs, and during the sixth attempt the claim is processing, not
+  // in the inbox (the message would then name no key)
+  for (let i = 0; i < 5; i++) await failedClaim(t, key, t.order(key), 'Side effect: connect ECONNREFUSED', true);
+  await t.chat.waitFor((m) => m.text.includes(key), 30000, since);
+  await failedClaim(t, key, t.order(key), 'Side effect: connect ECONNREFUSED', true);
   const [c] = await t.q("SELECT attempt, state::text AS state FROM idem_gate.claims WHERE workflow = 'orders' AND key = $1", [key]);
   // a needs_review claim of a workflow the inbox's role may not see, then
   // one of orders after it: when that one has arrived, the first would have
