@@ -13,6 +13,14 @@
 #            each named in the history; a forged identity header refused
 #   inbox-g  alerts: a claim failing 6 times announced once; none for a
 #            workflow the inbox role may not see
+#   inbox-h  bulk decisions: 20 claims by filter (retry), 3 ticked (release),
+#            one audit row each naming the person; a replayed or changed
+#            confirmation refused
+#   inbox-i  paging through 1,200 claims, each once and in order; search by
+#            key and key prefix; a bad age 400
+#   inbox-j  the link to a claim's n8n execution, served by n8n
+#   inbox-k  bulk bad input answered per key (not_found, already_decided,
+#            not_permitted); forged, foreign or oversized forms refused
 # Debian's chromium (apt-get install chromium) through puppeteer-core from the
 # npm registry, which downloads no browser.  Needs idem_gate 1.2 (idem_gate.inbox).
 #

@@ -300,6 +300,12 @@ if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_views WHERE schemaname =
   sed "s/'change-me'/'$E2E_INBOX_ROLE_PASSWORD'/" "$WORK/operator-role.sql.in" > "$WORK/operator-role.sql"
   chmod 644 "$WORK/operator-role.sql"
   log "docs/n8n.md run:operator-role: $(tr '\n' ' ' < "$WORK/operator-role.sql.in")"
+  # idem_gate 1.3: the bulk decisions' grants (docs/n8n.md run:operator-role-bulk)
+  operator_role_bulk() {
+    if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_proc WHERE proname = 'idem_resolve_many'")" != 0 ]; then
+      doc_block operator-role-bulk | gate_psql -d "$E2E_DB" -f - >/dev/null
+    fi
+  }
   if [ "$E2E_EDITION" = managed ]; then
     # docs/managed.md, "Settings": the owner may not attach a setting to a
     # role, so the block's ALTER ROLE ... SET idem_gate.workflow_acl = on is
@@ -310,6 +316,7 @@ if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_views WHERE schemaname =
     # as the owner, who is no superuser: a refusal is recorded as a failed
     # row (drills.mjs) and the inbox is left out, the other drills still run
     if gate_psql -d "$E2E_DB" -f "$WORK/operator-role.sql" >/dev/null 2>"$WORK/operator-role.err"; then
+      operator_role_bulk
       export E2E_HAS_INBOX=1
     else
       cat "$WORK/operator-role.err" >&2
@@ -318,6 +325,7 @@ if [ "$(psql -d "$E2E_DB" -Atc "SELECT count(*) FROM pg_views WHERE schemaname =
     fi
   else
     gate_psql -d "$E2E_DB" -f "$WORK/operator-role.sql" >/dev/null
+    operator_role_bulk
     export E2E_HAS_INBOX=1
   fi
   # the inbox drills drive Debian's chromium with puppeteer-core from the npm

@@ -66,13 +66,13 @@ function pgNode(wf, name) {
 }
 
 // Evaluate an n8n expression "={{ js }}" for one item.  The examples use only
-// $json, $execution, $prevNode and $('Node').item.json.
+// $json, $execution, $prevNode, $('Node').item.json and $('Node').first().json.
 function evaluate(expr, ctx) {
   const m = /^=\{\{([\s\S]*)\}\}$/.exec(expr.trim());
   if (!m) throw new Error(`not a single expression: ${expr}`);
   const $ = (name) => {
     if (!(name in (ctx.nodes ?? {}))) throw new Error(`expression refers to node ${name} not given by the test`);
-    return { item: { json: ctx.nodes[name] } };
+    return { item: { json: ctx.nodes[name] }, first: () => ({ json: ctx.nodes[name] }) };
   };
   // eslint-disable-next-line no-new-func
   const f = new Function('$json', '$execution', '$prevNode', '$', `return (${m[1]});`);
@@ -377,6 +377,9 @@ async function opsRole() {
   const block = docBlock(join(ROOT, 'docs/n8n.md'), 'operator-role');
   assert(block.includes("'change-me'") && /\bn8n_inbox\b/.test(block), 'docs/n8n.md run:operator-role lost its placeholders');
   await admin.multi(block.replace(/\bn8n_inbox\b/g, OPS).replace("'change-me'", `'${OPS_PASSWORD}'`));
+  // idem_gate 1.3: the bulk decisions (docs/n8n.md run:operator-role-bulk)
+  if ((await admin.one("SELECT count(*)::int AS n FROM pg_proc WHERE proname = 'idem_resolve_many'")).n > 0)
+    await admin.multi(docBlock(join(ROOT, 'docs/n8n.md'), 'operator-role-bulk').replace(/\bn8n_inbox\b/g, OPS));
   ops = pgp({ ...base, user: OPS, password: OPS_PASSWORD, max: 2 });
   try {
     await ops.one('SELECT 1 AS x');
@@ -423,7 +426,7 @@ inboxTest('the inbox\'s queries as the operator role: only its workflows, no tok
   const c = await claimOne(body, 'exec-i1');
   await runNode('webhook-gate', 'Fail claim', [{ json: { error: { message: 'socket hang up', code: 'ECONNRESET' } }, prevNode: { name: 'Side effect' }, nodes: { Claim: c } }]);
   await admin.any("SELECT idem_claim_ex($1, 'idem-ci-hidden', NULL, NULL, 'x', '{}'::jsonb)", [K('hidden')]);
-  const [[list]] = await run('inbox', 'Read inbox', { workflow: '', reason: '' });
+  const [[list]] = await run('inbox', 'Read inbox', {}, { 'Check search': searchOf({ prefix: RUN }) });
   const mine = list.items.find((i) => i.key === K('inbox'));
   assert(mine && mine.reason === 'needs_review' && mine.has_payload === true, `list: ${JSON.stringify(mine)}`);
   assert(!list.items.some((i) => i.workflow === 'idem-ci-hidden') && !list.groups.some((g) => g.workflow === 'idem-ci-hidden'), 'a workflow not granted is listed');
@@ -530,6 +533,89 @@ test('the alerts name the runbook for deciding without n8n (docs/inbox-without-n
     assert(linked.endsWith('decide from psql: <https://wiki.example/idem/inbox-without-n8n|the runbook>.'), `${name}: ${linked}`);
     assert(!run(name, '', input, trigger).includes('psql'), `${name} without runbook_url`);
   }
+});
+
+// the page's own Code node that checks a GET request (its output feeds Read inbox)
+const codeNode = (name) => workflows.inbox.nodes.find((n) => n.name === name && n.type === 'n8n-nodes-base.code').parameters.jsCode;
+function searchOf(query) {
+  const r = { actor: 'alice', csrf: '', workflow: '', key: '', reason: '', prefix: '', older_than: '', after: '', limit: '', ...query };
+  const $input = { first: () => ({ json: r }) };
+  // eslint-disable-next-line no-new-func
+  return new Function('$input', codeNode('Check search'))($input)[0].json;
+}
+inboxTest('the inbox\'s search, paging and bulk queries as the operator role: index ranges, every item once, one row per key', async () => {
+  if ((await admin.one("SELECT count(*)::int AS n FROM pg_proc WHERE proname = 'idem_resolve_many'")).n === 0) return console.log('# skipped (idem_gate before 1.3)');
+  const db = await opsRole();
+  const run = async (name, json, nodes = {}) => {
+    const n = workflows.inbox.nodes.find((x) => x.name === name);
+    const values = evaluate(n.parameters.options.queryReplacement, { json, nodes });
+    return (await db.multi(pgp.helpers.concat([{ query: n.parameters.query, values, options: { partial: true } }])))[0];
+  };
+  // 30 needs_review claims of orders in three transactions (so that some share their since), a
+  // key with LIKE's metacharacters and one that they would match, and one of a workflow not granted
+  const keys = Array.from({ length: 30 }, (_, i) => K(`pg-${String(i).padStart(3, '0')}`));
+  const fail = "SELECT idem_fail(k, 'orders', (idem_claim_ex(k, 'orders', NULL, NULL, 'exec-pg', '{}'::jsonb)).token, 'timeout', false) FROM unnest($1::text[]) AS k";
+  for (let i = 0; i < 30; i += 10) await admin.any(fail, [keys.slice(i, i + 10)]);
+  await admin.any(fail, [[K('lk_%a'), K('lkXYa')]]);
+  await admin.any("SELECT idem_fail($1, 'idem-ci-hidden', c.token, 'x', false) FROM idem_claim_ex($1, 'idem-ci-hidden', NULL, NULL, 'x', '{}'::jsonb) c", [K('pg-hidden')]);
+  const order = (await admin.any("SELECT key FROM idem_gate.claims WHERE workflow = 'orders' AND key LIKE $1 ORDER BY updated_at, workflow, key COLLATE \"C\"", [`${RUN}-pg-%`])).map((x) => x.key);
+  eq(order.length, 30, 'claims made');
+  // paging by 7: every item once, in order; the cursor is the page's own (the Render list code makes it the same way)
+  const seen = [];
+  let after = '';
+  for (let pages = 0; pages < 10; pages++) {
+    const c = searchOf({ workflow: 'orders', prefix: K('pg-'), limit: '7', after });
+    eq(c.problem, '', 'the search');
+    const [page] = await run('Read inbox', {}, { 'Check search': c });
+    const items = page.items.slice(0, 7);
+    seen.push(...items.map((i) => i.key));
+    if (page.items.length <= 7) break;
+    const last = items[items.length - 1];
+    after = Buffer.from(JSON.stringify([last.since_exact, last.workflow, last.key])).toString('base64url');
+  }
+  eq(seen, order, 'pages of 7');
+  // a key, over every workflow; a prefix with LIKE's metacharacters means itself; an age
+  const [byKey] = await run('Read inbox', {}, { 'Check search': searchOf({ key: keys[3] }) });
+  eq(byKey.items.map((i) => [i.workflow, i.key]), [['orders', keys[3]]], 'a key search');
+  const [meta] = await run('Read inbox', {}, { 'Check search': searchOf({ prefix: K('lk_%') }) });
+  eq(meta.items.map((i) => i.key), [K('lk_%a')], 'a prefix with _ and %');
+  const [old] = await run('Read inbox', {}, { 'Check search': searchOf({ prefix: K('pg-'), older_than: '1 hour' }) });
+  eq([old.matching, typeof old.read_at], [0, 'string'], 'older than an hour');
+  eq(searchOf({ older_than: "1 hour'; DROP TABLE x; --" }).route, 'bad', 'a bad age is refused before any query');
+  eq(searchOf({ after: 'bm90IGEgY3Vyc29y' }).route, 'bad', 'a cursor the page did not make');
+  eq(searchOf({ limit: '501' }).route, 'bad', 'a page over 500');
+  // idem_key is not the operator role's (docs/n8n.md): Key forms fails, and the page searches the key as typed
+  let noKeyForms = null;
+  try {
+    await run('Key forms', { key: keys[3] });
+  } catch (e) {
+    noKeyForms = e;
+  }
+  eq(noKeyForms?.code, '42501', 'Key forms without EXECUTE on idem_key');
+  // bulk: the filter's keys, then retry for five, an unknown key and a repeated one
+  const bulkIn = { scope: 'filter', workflow: 'orders', f_reason: 'needs_review', f_key: '', f_prefix: K('pg-'), f_prefix_end: searchOf({ prefix: K('pg-') }).prefix_end, f_older: '', selected_json: '[]' };
+  const [bk] = await run('Read bulk keys', bulkIn);
+  eq(bk.keys, order, 'the filter\'s keys');
+  const [sel] = await run('Read bulk keys', { ...bulkIn, scope: 'selected', selected_json: JSON.stringify([keys[0], 'x']) });
+  eq(sel.keys, [keys[0], 'x'], 'the selected keys, as they are');
+  const issued = Math.floor(Date.now() / 1000) - 5;
+  const five = order.slice(0, 5);
+  const apply = { keys: JSON.stringify([...five, K('nope'), five[0]]), workflow: 'orders', decision: 'retry', reason: 'downstream never got them', actor: 'alice', issued };
+  const rows = await run('Resolve many', apply);
+  eq(rows.map((r) => [r.replayed, r.key, r.outcome, r.state]), [...five.map((k) => [false, k, 'decided', 'failed_retryable']), [false, K('nope'), 'not_found', null], [false, five[0], 'already_decided', null]], 'resolve many');
+  const hist = await admin.any("SELECT a.key, a.actor, a.action FROM idem_gate.audit a WHERE a.workflow = 'orders' AND a.key = ANY($1) ORDER BY a.key", [five]);
+  eq(hist.map((h) => [h.key, h.actor, h.action]), five.map((k) => [k, 'alice', 'resolve']), 'one audit row per claim, naming the person');
+  // the same confirmation again: refused, nothing decided
+  const again = await run('Resolve many', apply);
+  eq(again.map((r) => [r.replayed, r.key]), [[true, null]], 'a replayed confirmation');
+  eq((await admin.one("SELECT count(*)::int AS n FROM idem_gate.audit WHERE workflow = 'orders' AND key = ANY($1)", [five])).n, 5, 'audit rows after the replay');
+  // a second person's retry on them later: already decided, naming alice
+  const late = await run('Resolve many', { ...apply, keys: JSON.stringify([five[1]]), actor: 'bob', reason: 'late' });
+  assert(late[0].outcome === 'already_decided' && /^resolve by alice at \d{4}-/.test(late[0].last_action ?? ''), `late: ${JSON.stringify(late)}`);
+  const rel = await run('Release many', { ...apply, keys: JSON.stringify(order.slice(5, 8)), decision: 'release', reason: 'test events' });
+  eq(rel.map((r) => r.outcome), ['decided', 'decided', 'decided'], 'release many');
+  const hidden = await run('Release many', { ...apply, keys: JSON.stringify([K('pg-hidden')]), workflow: 'idem-ci-hidden', decision: 'release' });
+  eq(hidden.map((r) => [r.key, r.outcome]), [[K('pg-hidden'), 'not_permitted']], 'a workflow not granted');
 });
 
 test('the n8n role cannot write the claims table nor read more than the granted columns', async () => {
