@@ -26,21 +26,28 @@ export const INBOX_SQL = {
   // of the claims' primary key (workflow, key) over the workflows the inbox
   // shows, whatever the number of claims; every comparison is leakproof, so
   // it reaches through the view's security barrier.  $6: an age (older than).
+  // What the filter selects is read from the inbox's index alone
+  // (claims_inbox_since); the columns it does not hold are fetched for the
+  // page's rows only, by their primary key.
   list:
     'WITH g AS MATERIALIZED (\n' +
     '  SELECT workflow, reason, count(*)::int AS n, min(since) AS oldest FROM idem_gate.inbox GROUP BY workflow, reason),\n' +
     'f AS (\n' +
-    '  SELECT workflow, key, reason, since, state::text AS state, attempt, execution_id, left(last_error, 300) AS last_error,\n' +
-    '         payload IS NOT NULL AS has_payload, payload_dropped_bytes\n' +
+    '  SELECT workflow, key, reason, since, state::text AS state, attempt\n' +
     '  FROM idem_gate.inbox\n' +
     "  WHERE workflow = ANY (CASE WHEN $1::text = '' THEN ARRAY(SELECT DISTINCT g.workflow FROM g) ELSE ARRAY[$1::text] END)\n" +
     "    AND ($2::text = '' OR reason = $2::text)\n" +
     "    AND ($3::jsonb = '[]'::jsonb OR key = ANY (ARRAY(SELECT jsonb_array_elements_text($3::jsonb))))\n" +
     "    AND ($4::text = '' OR (key >= $4::text AND ($5::text = '' OR key < $5::text) AND left(key, length($4::text)) = $4::text))\n" +
     "    AND ($6::text = '' OR since <= now() - nullif($6::text, '')::interval)),\n" +
-    'p AS (\n' +
+    'q AS (\n' +
     "  SELECT * FROM f WHERE (since, workflow, key) > (coalesce(nullif($7::text, '')::timestamptz, '-infinity'), $8::text, $9::text)\n" +
-    '  ORDER BY since, workflow, key LIMIT $10::int + 1)\n' +
+    '  ORDER BY since, workflow, key LIMIT $10::int + 1),\n' +
+    'p AS (\n' +
+    '  SELECT q.*, d.execution_id, d.last_error, d.has_payload, d.payload_dropped_bytes FROM q\n' +
+    '  LEFT JOIN LATERAL (SELECT i.execution_id, left(i.last_error, 300) AS last_error, i.payload IS NOT NULL AS has_payload,\n' +
+    '                            i.payload_dropped_bytes FROM idem_gate.inbox AS i\n' +
+    '                     WHERE i.workflow = q.workflow AND i.key = q.key AND i.reason = q.reason LIMIT 1) AS d ON true)\n' +
     'SELECT\n' +
     "  (SELECT coalesce(jsonb_agg(jsonb_build_object('workflow', workflow, 'key', key, 'reason', reason,\n" +
     "            'since', to_char(since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'),\n" +
