@@ -496,16 +496,17 @@ REVOKE ALL ON FUNCTION idem_gate.m_refuse_cached_code(pg_catalog.regclass[]) FRO
  *     table and type names in the session's temporary schema first.
  * api is the API function as a regprocedure's text.  Nothing is cached:
  * each is one catalog lookup, and a session could change any of them.
+ * A claim checks only the first at its start (m_readonly()), and the
+ * others where it writes (m_table_guard(), in m_claim_key()): a duplicate
+ * is answered from the row, as in C, without reading the catalog.
  */
-CREATE FUNCTION idem_gate.m_write_guard(api pg_catalog.text)
+CREATE FUNCTION idem_gate.m_readonly(api pg_catalog.text)
 	RETURNS void
 	LANGUAGE plpgsql STABLE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 DECLARE
 	fname pg_catalog.text := pg_catalog.split_part(api, '(', 1);
-	found_name pg_catalog.text;
-	found_rel pg_catalog.text;
 BEGIN
 	IF pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on' THEN
 		IF fname NOT LIKE 'idem\_gate.%' THEN
@@ -514,11 +515,26 @@ BEGIN
 		RAISE EXCEPTION 'cannot execute %() in a read-only transaction', fname
 			USING ERRCODE = '25006';
 	END IF;
+END
+$$;
+
+REVOKE ALL ON FUNCTION idem_gate.m_readonly(pg_catalog.text) FROM PUBLIC;
+
+/* The catalog's refusals, before a write to the claims or the audit table. */
+CREATE FUNCTION idem_gate.m_table_guard(draws_token pg_catalog.bool)
+	RETURNS void
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	found_name pg_catalog.text;
+	found_rel pg_catalog.text;
+BEGIN
 	PERFORM idem_gate.m_refuse_rules(ARRAY['idem_gate.claims'::pg_catalog.regclass,
 										   'idem_gate.audit'::pg_catalog.regclass]);
 	PERFORM idem_gate.m_refuse_cached_code(ARRAY['idem_gate.claims'::pg_catalog.regclass,
 												 'idem_gate.audit'::pg_catalog.regclass]);
-	IF api LIKE '%claim%' AND EXISTS (
+	IF draws_token AND EXISTS (
 			SELECT FROM pg_catalog.pg_sequence s
 			 WHERE s.seqrelid OPERATOR(pg_catalog.=) 'idem_gate.token_seq'::pg_catalog.regclass
 			   AND (s.seqcycle OR s.seqincrement OPERATOR(pg_catalog.<=) 0)) THEN
@@ -548,6 +564,20 @@ BEGIN
 											   found_name, found_rel);
 		END IF;
 	END IF;
+END
+$$;
+
+REVOKE ALL ON FUNCTION idem_gate.m_table_guard(pg_catalog.bool) FROM PUBLIC;
+
+/* Both, at the start of a call that writes whatever it finds. */
+CREATE FUNCTION idem_gate.m_write_guard(api pg_catalog.text)
+	RETURNS void
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	PERFORM idem_gate.m_readonly(api);
+	PERFORM idem_gate.m_table_guard(false);
 END
 $$;
 
@@ -937,6 +967,7 @@ BEGIN
 		   AND c.key OPERATOR(pg_catalog.=) p_key;
 		IF NOT FOUND THEN
 			/* the first claim: exactly one concurrent inserter wins */
+			PERFORM idem_gate.m_table_guard(true);
 			t := pg_catalog.clock_timestamp();
 			read_committed := pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.=) 'read committed';
 			IF read_committed THEN
@@ -996,6 +1027,7 @@ BEGIN
 				  AND NOT COALESCE(r.execution_id OPERATOR(pg_catalog.=) p_exec, false)
 				  AND p_cutoff IS NOT NULL AND r.updated_at OPERATOR(pg_catalog.<=) p_cutoff) THEN
 			/* a retry after a clean failure, or a takeover of a stale claim */
+			PERFORM idem_gate.m_table_guard(true);
 			takeover := (r.state OPERATOR(pg_catalog.=) 'processing');
 			t := GREATEST(pg_catalog.clock_timestamp(), r.updated_at);
 			UPDATE ONLY idem_gate.claims c
@@ -1055,7 +1087,11 @@ DECLARE
 BEGIN
 	PERFORM idem_gate.m_check_name(key, 'key', true);
 	PERFORM idem_gate.m_check_name(workflow, 'workflow', false);
-	IF pg_catalog.split_part(api, '(', 1) OPERATOR(pg_catalog.<>) ALL
+	IF pg_catalog.split_part(api, '(', 1) OPERATOR(pg_catalog.=) ANY
+		(ARRAY['public.idem_claim', 'public.idem_claim_ex']) THEN
+		/* a claim reads the catalog's refusals only where it writes */
+		PERFORM idem_gate.m_readonly(api);
+	ELSIF pg_catalog.split_part(api, '(', 1) OPERATOR(pg_catalog.<>) ALL
 		(ARRAY['public.idem_status', 'idem_gate.history', 'public.idem_key']) THEN
 		PERFORM idem_gate.m_write_guard(api);
 	END IF;
@@ -1189,7 +1225,7 @@ BEGIN
 		RAISE EXCEPTION 'permission denied for function idem_claim_many' USING ERRCODE = '42501';
 	END IF;
 	role := idem_gate.m_caller(caller, api);
-	PERFORM idem_gate.m_write_guard(api);
+	PERFORM idem_gate.m_readonly(api);
 	IF keys IS NULL THEN
 		RAISE EXCEPTION 'keys must not be null'
 			USING ERRCODE = '22004', HINT = 'Pass an array of keys; an empty array claims nothing.';

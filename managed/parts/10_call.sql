@@ -373,16 +373,17 @@ REVOKE ALL ON FUNCTION idem_gate.m_refuse_cached_code(pg_catalog.regclass[]) FRO
  *     table and type names in the session's temporary schema first.
  * api is the API function as a regprocedure's text.  Nothing is cached:
  * each is one catalog lookup, and a session could change any of them.
+ * A claim checks only the first at its start (m_readonly()), and the
+ * others where it writes (m_table_guard(), in m_claim_key()): a duplicate
+ * is answered from the row, as in C, without reading the catalog.
  */
-CREATE FUNCTION idem_gate.m_write_guard(api pg_catalog.text)
+CREATE FUNCTION idem_gate.m_readonly(api pg_catalog.text)
 	RETURNS void
 	LANGUAGE plpgsql STABLE
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 DECLARE
 	fname pg_catalog.text := pg_catalog.split_part(api, '(', 1);
-	found_name pg_catalog.text;
-	found_rel pg_catalog.text;
 BEGIN
 	IF pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on' THEN
 		IF fname NOT LIKE 'idem\_gate.%' THEN
@@ -391,11 +392,25 @@ BEGIN
 		RAISE EXCEPTION 'cannot execute %() in a read-only transaction', fname
 			USING ERRCODE = '25006';
 	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_readonly(pg_catalog.text) FROM PUBLIC;
+
+/* The catalog's refusals, before a write to the claims or the audit table. */
+CREATE FUNCTION idem_gate.m_table_guard(draws_token pg_catalog.bool)
+	RETURNS void
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	found_name pg_catalog.text;
+	found_rel pg_catalog.text;
+BEGIN
 	PERFORM idem_gate.m_refuse_rules(ARRAY['idem_gate.claims'::pg_catalog.regclass,
 										   'idem_gate.audit'::pg_catalog.regclass]);
 	PERFORM idem_gate.m_refuse_cached_code(ARRAY['idem_gate.claims'::pg_catalog.regclass,
 												 'idem_gate.audit'::pg_catalog.regclass]);
-	IF api LIKE '%claim%' AND EXISTS (
+	IF draws_token AND EXISTS (
 			SELECT FROM pg_catalog.pg_sequence s
 			 WHERE s.seqrelid OPERATOR(pg_catalog.=) 'idem_gate.token_seq'::pg_catalog.regclass
 			   AND (s.seqcycle OR s.seqincrement OPERATOR(pg_catalog.<=) 0)) THEN
@@ -425,6 +440,19 @@ BEGIN
 											   found_name, found_rel);
 		END IF;
 	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION idem_gate.m_table_guard(pg_catalog.bool) FROM PUBLIC;
+
+/* Both, at the start of a call that writes whatever it finds. */
+CREATE FUNCTION idem_gate.m_write_guard(api pg_catalog.text)
+	RETURNS void
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	PERFORM idem_gate.m_readonly(api);
+	PERFORM idem_gate.m_table_guard(false);
 END
 $$;
 REVOKE ALL ON FUNCTION idem_gate.m_write_guard(pg_catalog.text) FROM PUBLIC;

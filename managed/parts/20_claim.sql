@@ -134,6 +134,7 @@ BEGIN
 		   AND c.key OPERATOR(pg_catalog.=) p_key;
 		IF NOT FOUND THEN
 			/* the first claim: exactly one concurrent inserter wins */
+			PERFORM idem_gate.m_table_guard(true);
 			t := pg_catalog.clock_timestamp();
 			read_committed := pg_catalog.current_setting('transaction_isolation') OPERATOR(pg_catalog.=) 'read committed';
 			IF read_committed THEN
@@ -193,6 +194,7 @@ BEGIN
 				  AND NOT COALESCE(r.execution_id OPERATOR(pg_catalog.=) p_exec, false)
 				  AND p_cutoff IS NOT NULL AND r.updated_at OPERATOR(pg_catalog.<=) p_cutoff) THEN
 			/* a retry after a clean failure, or a takeover of a stale claim */
+			PERFORM idem_gate.m_table_guard(true);
 			takeover := (r.state OPERATOR(pg_catalog.=) 'processing');
 			t := GREATEST(pg_catalog.clock_timestamp(), r.updated_at);
 			UPDATE ONLY idem_gate.claims c

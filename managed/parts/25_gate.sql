@@ -17,7 +17,11 @@ DECLARE
 BEGIN
 	PERFORM idem_gate.m_check_name(key, 'key', true);
 	PERFORM idem_gate.m_check_name(workflow, 'workflow', false);
-	IF pg_catalog.split_part(api, '(', 1) OPERATOR(pg_catalog.<>) ALL
+	IF pg_catalog.split_part(api, '(', 1) OPERATOR(pg_catalog.=) ANY
+		(ARRAY['@extschema@.idem_claim', '@extschema@.idem_claim_ex']) THEN
+		/* a claim reads the catalog's refusals only where it writes */
+		PERFORM idem_gate.m_readonly(api);
+	ELSIF pg_catalog.split_part(api, '(', 1) OPERATOR(pg_catalog.<>) ALL
 		(ARRAY['@extschema@.idem_status', 'idem_gate.history', '@extschema@.idem_key']) THEN
 		PERFORM idem_gate.m_write_guard(api);
 	END IF;
@@ -184,7 +188,7 @@ BEGIN
 		RAISE EXCEPTION 'permission denied for function idem_claim_many' USING ERRCODE = '42501';
 	END IF;
 	role := idem_gate.m_caller(caller, api);
-	PERFORM idem_gate.m_write_guard(api);
+	PERFORM idem_gate.m_readonly(api);
 	IF keys IS NULL THEN
 		RAISE EXCEPTION 'keys must not be null'
 			USING ERRCODE = '22004', HINT = 'Pass an array of keys; an empty array claims nothing.';
