@@ -513,6 +513,7 @@ def worker_cells(su):
         w = connect(wdb)
         wc = w.cursor()
         wc.execute("ALTER SCHEMA public OWNER TO postgres")
+        levers13_common.install_gate(c, wc, wdb)
         wc.execute(DB_SETUP)
         wc.execute(ACTOR_SETUP.format(a="db_owner"))
         # expired work for a pass: a completion, a receipt, a stuck claim
