@@ -227,6 +227,12 @@ SET ROLE regress_up3_alice;
 -- the library restricts the member already, on the 1.2 catalog
 SELECT workflow, key FROM idem_gate.inbox ORDER BY 1, 2;
 RESET ROLE;
+-- the update replaces the inbox view: a DBA's view over it is named, and
+-- nothing changes until it is gone
+CREATE VIEW public.regress_my_inbox AS SELECT workflow, key FROM idem_gate.inbox;
+ALTER EXTENSION idem_gate UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'idem_gate';
+DROP VIEW public.regress_my_inbox;
 ALTER EXTENSION idem_gate UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'idem_gate';
 -- every row kept
@@ -237,8 +243,8 @@ SELECT has_table_privilege('regress_up3_inbox', 'idem_gate.inbox', 'SELECT') AS 
 	   has_function_privilege('regress_up3_admin', 'idem_gate.distribute(integer)', 'EXECUTE') AS distribute_grant,
 	   has_function_privilege('regress_up3_inbox', 'idem_gate.distribute(integer)', 'EXECUTE') AS not_granted;
 SELECT count(*) AS in_initial_privileges FROM pg_init_privs i
- WHERE i.objoid = 'idem_gate.distribute(integer)'::regprocedure
-   AND i.initprivs::text LIKE '%regress_up3_admin%';
+ WHERE i.objoid IN ('idem_gate.distribute(integer)'::regprocedure, 'idem_gate.inbox'::regclass)
+   AND i.initprivs::text ~ 'regress_up3_(admin|inbox)';
 -- every view is a security barrier, and the member is restricted
 SELECT relname, reloptions FROM pg_class
  WHERE relnamespace = 'idem_gate'::regnamespace AND relkind = 'v' ORDER BY 1;
