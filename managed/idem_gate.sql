@@ -646,7 +646,8 @@ DECLARE
 	r pg_catalog.oid;
 BEGIN
 	IF role IS NULL THEN
-		RAISE EXCEPTION 'role must not be null' USING ERRCODE = '22004';
+		RAISE EXCEPTION 'role must not be null'
+			USING ERRCODE = '22004', HINT = 'Name the role whose sessions per-workflow access restricts.';
 	END IF;
 	IF enabled IS NULL THEN
 		RAISE EXCEPTION 'enabled must not be null'
@@ -654,7 +655,8 @@ BEGIN
 	END IF;
 	SELECT g.oid INTO r FROM pg_catalog.pg_roles g WHERE g.rolname OPERATOR(pg_catalog.=) set_workflow_acl.role;
 	IF NOT FOUND THEN
-		RAISE EXCEPTION 'role "%" does not exist', role USING ERRCODE = '42704';
+		RAISE EXCEPTION 'role "%" does not exist', role
+			USING ERRCODE = '42704', HINT = 'Check the spelling (role names are case sensitive), or create the role first.';
 	END IF;
 	IF enabled THEN
 		INSERT INTO idem_gate_call.workflow_acl_roles AS w (roleid) VALUES (r)
@@ -2830,10 +2832,7 @@ BEGIN
 				  DETAIL = 'A role that administers per-workflow access grants and revokes only patterns that its own grants cover.',
 				  HINT = pg_catalog.format('Ask a superuser to %s it, or grant the administering role a pattern that covers it.', verb);
 	END IF;
-	IF pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on' THEN
-		RAISE EXCEPTION 'cannot execute idem_gate.%_workflow() in a read-only transaction', verb
-			USING ERRCODE = '25006';
-	END IF;
+	PERFORM idem_gate.m_readonly(pg_catalog.format('idem_gate.%s_workflow(name,text)', verb));
 	PERFORM idem_gate.m_refuse_rules(ARRAY['idem_gate.workflow_acl'::pg_catalog.regclass]);
 	PERFORM idem_gate.m_refuse_cached_code(ARRAY['idem_gate.workflow_acl'::pg_catalog.regclass]);
 	IF grant_it THEN

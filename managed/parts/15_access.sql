@@ -59,7 +59,8 @@ DECLARE
 	r pg_catalog.oid;
 BEGIN
 	IF role IS NULL THEN
-		RAISE EXCEPTION 'role must not be null' USING ERRCODE = '22004';
+		RAISE EXCEPTION 'role must not be null'
+			USING ERRCODE = '22004', HINT = 'Name the role whose sessions per-workflow access restricts.';
 	END IF;
 	IF enabled IS NULL THEN
 		RAISE EXCEPTION 'enabled must not be null'
@@ -67,7 +68,8 @@ BEGIN
 	END IF;
 	SELECT g.oid INTO r FROM pg_catalog.pg_roles g WHERE g.rolname OPERATOR(pg_catalog.=) set_workflow_acl.role;
 	IF NOT FOUND THEN
-		RAISE EXCEPTION 'role "%" does not exist', role USING ERRCODE = '42704';
+		RAISE EXCEPTION 'role "%" does not exist', role
+			USING ERRCODE = '42704', HINT = 'Check the spelling (role names are case sensitive), or create the role first.';
 	END IF;
 	IF enabled THEN
 		INSERT INTO idem_gate_call.workflow_acl_roles AS w (roleid) VALUES (r)

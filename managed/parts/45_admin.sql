@@ -126,10 +126,7 @@ BEGIN
 				  DETAIL = 'A role that administers per-workflow access grants and revokes only patterns that its own grants cover.',
 				  HINT = pg_catalog.format('Ask a superuser to %s it, or grant the administering role a pattern that covers it.', verb);
 	END IF;
-	IF pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on' THEN
-		RAISE EXCEPTION 'cannot execute idem_gate.%_workflow() in a read-only transaction', verb
-			USING ERRCODE = '25006';
-	END IF;
+	PERFORM idem_gate.m_readonly(pg_catalog.format('idem_gate.%s_workflow(name,text)', verb));
 	PERFORM idem_gate.m_refuse_rules(ARRAY['idem_gate.workflow_acl'::pg_catalog.regclass]);
 	PERFORM idem_gate.m_refuse_cached_code(ARRAY['idem_gate.workflow_acl'::pg_catalog.regclass]);
 	IF grant_it THEN
