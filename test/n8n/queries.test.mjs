@@ -537,11 +537,16 @@ test('the alerts name the runbook for deciding without n8n (docs/inbox-without-n
 
 // the page's own Code node that checks a GET request (its output feeds Read inbox)
 const codeNode = (name) => workflows.inbox.nodes.find((n) => n.name === name && n.type === 'n8n-nodes-base.code').parameters.jsCode;
+// its input: who is signed in (Read page request); the filters: the
+// request's query string, read from the Webhook node's output
 function searchOf(query) {
-  const r = { actor: 'alice', csrf: '', workflow: '', key: '', reason: '', prefix: '', older_than: '', after: '', limit: '', ...query };
-  const $input = { first: () => ({ json: r }) };
+  const $input = { first: () => ({ json: { actor: 'alice', csrf: '' } }) };
+  const $ = (name) => {
+    if (name !== 'Page request') throw new Error(`Check search reads node ${name}`);
+    return { first: () => ({ json: { query } }) };
+  };
   // eslint-disable-next-line no-new-func
-  return new Function('$input', codeNode('Check search'))($input)[0].json;
+  return new Function('$input', '$', codeNode('Check search'))($input, $)[0].json;
 }
 inboxTest('the inbox\'s search, paging and bulk queries as the operator role: index ranges, every item once, one row per key', async () => {
   if ((await admin.one("SELECT count(*)::int AS n FROM pg_proc WHERE proname = 'idem_resolve_many'")).n === 0) return console.log('# skipped (idem_gate before 1.3)');

@@ -6,7 +6,10 @@ export const PAGE_LIMIT = { default: 100, max: 500 };
 // over every workflow (its stored forms first: keyed workflows), the list,
 // or a request refused with 400 before anything is read
 export const CHECK_SEARCH = FILTER_CHECK + String.raw`
-const r = $input.first().json;
+const query = $('Page request').first().json.query ?? {};
+const text = (name) => String(query[name] ?? '');
+const r = { ...$input.first().json, workflow: text('workflow').trim(), key: text('key'), reason: text('reason').trim(),
+  prefix: text('prefix'), older_than: text('older_than').trim(), after: text('after').trim(), limit: text('limit').trim() };
 const f = checkFilters(r);
 let problem = f.problem;
 let limit = ${PAGE_LIMIT.default};
@@ -27,7 +30,7 @@ if (!problem && r.after !== '') {
 }
 if (r.workflow.length > 200) problem = 'A workflow name is at most 200 characters.';
 const route = problem ? 'bad' : r.workflow !== '' && r.key !== '' ? 'item' : r.key !== '' ? 'key' : 'list';
-return [{ json: { ...r, ...f, problem, route, limit, after_since: after?.[0] ?? '', after_workflow: after?.[1] ?? '', after_key: after?.[2] ?? '',
+return [{ json: { ...r, ...f, older_than_typed: r.older_than, problem, route, limit, after_since: after?.[0] ?? '', after_workflow: after?.[1] ?? '', after_key: after?.[2] ?? '',
   keys_json: JSON.stringify(r.key !== '' ? [r.key] : []) } }];
 `;
 
@@ -35,7 +38,7 @@ export const RENDER_LIST = String.raw`
 const r = $('Check search').first().json;
 const d = $input.first().json;
 if (!r.actor) return nobody(403);
-const filters = { workflow: r.workflow, reason: r.reason, key: r.key, prefix: r.prefix, older_than: String($('Read page request').first().json.older_than ?? '') };
+const filters = { workflow: r.workflow, reason: r.reason, key: r.key, prefix: r.prefix, older_than: String(r.older_than_typed ?? '') };
 const runbook = '<p class="muted runbook">n8n down? The inbox without n8n: <code>' + esc(RUNBOOK) + '</code> in the idem_gate repository.</p>';
 if (r.problem) return out(400, 'Inbox: refused', '<h1>Not a search the inbox can run</h1><p class="notice refused">' + esc(r.problem) +
   ' Nothing was read or changed.</p><p><a href="?">← the whole inbox</a></p>' + runbook, r.actor);

@@ -20,22 +20,25 @@ export const INBOX_SQL = {
   // (since, workflow, key) after the cursor ($7-$9; '' on the first page),
   // $10 items and one more (to know whether a next page exists); how many
   // match; the count of every workflow and reason; and when it was read.
-  // A key ($3, a JSON array: the key as typed and its stored forms in keyed
-  // workflows) or a key prefix ($4, and $5 its upper bound, computed by the
-  // page: the prefix with its last character's successor) are index ranges
-  // of the claims' primary key (workflow, key) over the workflows the inbox
-  // shows, whatever the number of claims; every comparison is leakproof, so
-  // it reaches through the view's security barrier.  $6: an age (older than).
-  // What the filter selects is read from the inbox's index alone
-  // (claims_inbox_since); the columns it does not hold are fetched for the
-  // page's rows only, by their primary key.
+  // The inbox is read once (a), for the counts and the filter alike: what
+  // the view lists is read from indexes (claims_inbox_since, and the
+  // janitor's index for stuck claims) and, for stuck claims, their rows.
+  // A filter then costs what the inbox holds, whatever the number of
+  // claims: a workflow ($1), a reason ($2), a key ($3, a JSON array: the
+  // key as typed and its stored forms in keyed workflows), a key prefix
+  // ($4, and $5 its upper bound, computed by the page: the prefix with its
+  // last character's successor), an age ($6, older than).  The columns the
+  // list shows beyond those are fetched for the page's rows only, by their
+  // primary key; every comparison there is leakproof, so it reaches
+  // through the view's security barrier to the index.
   list:
-    'WITH g AS MATERIALIZED (\n' +
-    '  SELECT workflow, reason, count(*)::int AS n, min(since) AS oldest FROM idem_gate.inbox GROUP BY workflow, reason),\n' +
-    'f AS (\n' +
-    '  SELECT workflow, key, reason, since, state::text AS state, attempt\n' +
-    '  FROM idem_gate.inbox\n' +
-    "  WHERE workflow = ANY (CASE WHEN $1::text = '' THEN ARRAY(SELECT DISTINCT g.workflow FROM g) ELSE ARRAY[$1::text] END)\n" +
+    'WITH a AS MATERIALIZED (\n' +
+    '  SELECT workflow, key, reason, since, state::text AS state, attempt FROM idem_gate.inbox),\n' +
+    'g AS (\n' +
+    '  SELECT workflow, reason, count(*)::int AS n, min(since) AS oldest FROM a GROUP BY workflow, reason),\n' +
+    'f AS MATERIALIZED (\n' +
+    '  SELECT * FROM a\n' +
+    "  WHERE ($1::text = '' OR workflow = $1::text)\n" +
     "    AND ($2::text = '' OR reason = $2::text)\n" +
     "    AND ($3::jsonb = '[]'::jsonb OR key = ANY (ARRAY(SELECT jsonb_array_elements_text($3::jsonb))))\n" +
     "    AND ($4::text = '' OR (key >= $4::text AND ($5::text = '' OR key < $5::text) AND left(key, length($4::text)) = $4::text))\n" +
