@@ -414,6 +414,24 @@ DECLARE
 	t pg_catalog.regclass;
 	what pg_catalog.text;
 BEGIN
+	/*
+	 * Mostly there is nothing to look for: no index of those tables calls
+	 * a function, and no column is of a domain.  Two index probes say so,
+	 * and spare every write the walk below.
+	 */
+	IF NOT EXISTS (
+			SELECT FROM pg_catalog.pg_index i
+			  JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+										  AND d.objid OPERATOR(pg_catalog.=) i.indexrelid
+										  AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+			 WHERE i.indrelid OPERATOR(pg_catalog.=) ANY (tables))
+	   AND NOT EXISTS (
+			SELECT FROM pg_catalog.pg_attribute att
+			  JOIN pg_catalog.pg_type ty ON ty.oid OPERATOR(pg_catalog.=) att.atttypid
+			 WHERE att.attrelid OPERATOR(pg_catalog.=) ANY (tables) AND att.attnum OPERATOR(pg_catalog.>) 0
+			   AND NOT att.attisdropped AND ty.typtype OPERATOR(pg_catalog.=) 'd') THEN
+		RETURN;
+	END IF;
 	FOREACH t IN ARRAY tables LOOP
 		WITH RECURSIVE reach(o, n, what, fn) AS (
 			/* the functions an index's expressions or predicate call */
