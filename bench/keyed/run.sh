@@ -9,6 +9,11 @@
 # same message and a 32-byte key computed beside it in the same statement
 # (pgcrypto's hmac(), which uses the same OpenSSL as PostgreSQL's
 # common/hmac.h), so "keyed/plain" can be read against "plain+HMAC/plain".
+# A fourth is the keyed claim's floor: a plain workflow (swf) whose keys
+# have the stored shape of a keyed one ('s1:' and 64 hex digits of a
+# SHA-256 of the key, computed in the statement by PostgreSQL's sha256()):
+# the same work, a hash and a long random key in the primary key, done the
+# cheapest way SQL allows; "keyed/shaped" is what the gate adds to it.
 #   BENCH_SECONDS (10), BENCH_ROUNDS (4), BENCH_SECRETS (1: secrets listed;
 #   2 shows a rotation, where a duplicate under the older secret is probed
 #   twice), PG_CONFIG (pg_config on the PATH: the PostgreSQL that idem_gate
@@ -55,6 +60,10 @@ q -c "DO \$\$ BEGIN FOR b IN 0..99 LOOP
 	  FROM (SELECT 'dup_' || g AS k, w, idem_claim('dup_' || g, w)
 	        FROM generate_series(b * 1000 + 1, b * 1000 + 1000) g,
 	             unnest(ARRAY['wf', 'kwf']) w) s;
+	PERFORM idem_complete(k, 'swf', NULL, '{\"action_id\":\"inv_1\"}')
+	  FROM (SELECT k, idem_claim(k, 'swf')
+	        FROM (SELECT 's1:' || encode(sha256(convert_to('dup_' || g, 'UTF8')), 'hex') AS k
+	                FROM generate_series(b * 1000 + 1, b * 1000 + 1000) g) g) s;
 	COMMIT;
 END LOOP; END \$\$"
 if [ "$NSECRETS" -gt 1 ]; then
@@ -80,6 +89,11 @@ cat > "$DIR/dup_hwf.pgb" <<EOF
 \set k random(1, 100000)
 SELECT idem_claim('dup_' || :k, 'wf', '15 minutes'), hmac(convert_to('kwf', 'UTF8') || '\x00'::bytea || convert_to('dup_' || :k, 'UTF8'), '\x$hkey'::bytea, 'sha256');
 EOF
+for kind in new:evt:9000000000000 dup:dup:100000; do
+	IFS=: read -r name prefix range <<<"$kind"
+	printf '\\set k random(1, %s)\nSELECT idem_claim('"'"'s1:'"'"' || encode(sha256(convert_to('"'"'%s_'"'"' || :k, '"'"'UTF8'"'"')), '"'"'hex'"'"'), '"'"'swf'"'"', '"'"'15 minutes'"'"');\n' \
+		"$range" "$prefix" > "$DIR/${name}_swf.pgb"
+done
 tps() {
 	PGOPTIONS="-c synchronous_commit=off" pgbench -n -M prepared -c 8 -j 2 -T "$SECS" \
 		-f "$1" postgres 2>&1 | awk '/^tps = / { print $3 }'
@@ -88,22 +102,25 @@ ratio() { printf '%.3f' "$(echo "$1 / $2" | bc -l)"; }
 
 echo "keyed (kwf, $NSECRETS secret(s) when claimed) against plain (wf);" \
 	"pgbench -M prepared -c 8 -j 2 -T $SECS, $ROUNDS rounds"
-declare -A sum hsum
+declare -A sum hsum ssum
 for r in $(seq "$ROUNDS"); do
 	for kind in new dup; do
 		if [ $((r % 2)) = 1 ]; then
-			p=$(tps "$DIR/${kind}_wf.pgb"); k=$(tps "$DIR/${kind}_kwf.pgb"); h=$(tps "$DIR/${kind}_hwf.pgb")
+			p=$(tps "$DIR/${kind}_wf.pgb"); k=$(tps "$DIR/${kind}_kwf.pgb"); h=$(tps "$DIR/${kind}_hwf.pgb"); f=$(tps "$DIR/${kind}_swf.pgb")
 		else
-			h=$(tps "$DIR/${kind}_hwf.pgb"); k=$(tps "$DIR/${kind}_kwf.pgb"); p=$(tps "$DIR/${kind}_wf.pgb")
+			f=$(tps "$DIR/${kind}_swf.pgb"); h=$(tps "$DIR/${kind}_hwf.pgb"); k=$(tps "$DIR/${kind}_kwf.pgb"); p=$(tps "$DIR/${kind}_wf.pgb")
 		fi
 		x=$(ratio "$k" "$p")
 		y=$(ratio "$h" "$p")
+		z=$(ratio "$k" "$f")
 		sum[$kind]=$(echo "${sum[$kind]:-0} + $x" | bc -l)
 		hsum[$kind]=$(echo "${hsum[$kind]:-0} + $y" | bc -l)
-		echo "round $r $kind plain=$p keyed=$k plain+HMAC=$h keyed/plain=$x plain+HMAC/plain=$y"
+		ssum[$kind]=$(echo "${ssum[$kind]:-0} + $z" | bc -l)
+		echo "round $r $kind plain=$p keyed=$k plain+HMAC=$h shaped=$f keyed/plain=$x plain+HMAC/plain=$y keyed/shaped=$z"
 	done
 done
 for kind in new dup; do
-	printf 'mean keyed/plain %s: %.3f   plain+HMAC/plain: %.3f\n' "$kind" \
-		"$(echo "${sum[$kind]} / $ROUNDS" | bc -l)" "$(echo "${hsum[$kind]} / $ROUNDS" | bc -l)"
+	printf 'mean keyed/plain %s: %.3f   plain+HMAC/plain: %.3f   keyed/shaped: %.3f\n' "$kind" \
+		"$(echo "${sum[$kind]} / $ROUNDS" | bc -l)" "$(echo "${hsum[$kind]} / $ROUNDS" | bc -l)" \
+		"$(echo "${ssum[$kind]} / $ROUNDS" | bc -l)"
 done
