@@ -260,6 +260,14 @@ check "... its rows on both workers" "$W1 $W2" "$(qk "$COORD" "WITH k AS MATERIA
 many=$(q "$COORD" "SELECT string_agg(outcome::text, ' ' ORDER BY ord) FROM idem_claim_many(ARRAY['m6','m1','m9'], 'wf_many')")
 check "idem_claim_many again: duplicates in flight, a new key new" "in_flight in_flight new" "$many"
 check "... 7 rows with 7 tokens" "7 7" "$(q "$COORD" "SELECT count(*), count(DISTINCT token) FROM idem_gate.claims WHERE workflow = 'wf_many'" | tr '|' ' ')"
+# the inbox through the coordinator: the 7 claims in flight are stuck once
+# a policy (a reference table) says a second is long; the view's bound,
+# a subquery of the policies, is planned by Citus like its join
+q "$COORD" "INSERT INTO idem_gate.policies (workflow, stuck_after) VALUES ('wf_many', '1 second')" >/dev/null
+sleep 1.2
+check "the inbox through the coordinator lists the stuck claims of a distributed table" "7 stuck" \
+	"$(q "$COORD" "SELECT count(*), min(reason) FROM idem_gate.inbox WHERE workflow = 'wf_many'" | tr '|' ' ')"
+q "$COORD" "DELETE FROM idem_gate.policies WHERE workflow = 'wf_many'" >/dev/null
 # one delegated call per shard group: 12 keys, as many push-downs as shards
 groups=$(q "$COORD" "SELECT count(DISTINCT get_shard_id_for_distribution_column('idem_gate.claims', 'g' || i)) FROM generate_series(1, 12) i")
 wbefore=$(q "$COORD" "SELECT sum(result::bigint) FROM run_command_on_workers('SELECT claims_new FROM idem_gate.stats_counters()')")
