@@ -76,7 +76,9 @@ const flows = [
   workflow(2, 'bench-sql', { sql: true, auth: false }),
   workflow(3, 'bench-auth', { sql: true, auth: true }),
 ];
+// one line per workflow: its id and its file, for import and publish
 for (const w of flows) {
-  writeFileSync(join(dir, `${w.name}.json`), JSON.stringify(w, null, 1));
-  console.log(w.id);
+  const file = join(dir, `${w.name}.json`);
+  writeFileSync(file, JSON.stringify(w, null, 1));
+  console.log(`${w.id} ${file}`);
 }

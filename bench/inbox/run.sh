@@ -138,6 +138,7 @@ explain() {
 	SQL_MS[$label]="$(printf '%s\n' "${times[@]:1}" | sort -g | sed -n 2p) ms warm (median of 4), ${times[0]} ms in a new session"
 }
 declare -A SQL_MS PAGE
+PAGE_ORDER=()
 list_sql=$(node -e "import('$ROOT/test/n8n/build-inbox.mjs').then((m) => process.stdout.write(m.INBOX_SQL.list))")
 item_sql=$(node -e "import('$ROOT/test/n8n/build-inbox.mjs').then((m) => process.stdout.write(m.INBOX_SQL.item))")
 # sub SQL V1 V2: the page's query with its parameters $1 and $2 written in
@@ -193,12 +194,12 @@ log "n8n $N8N_VERSION: docs/n8n.md run:inbox-import"
 (cd "$DIR/copy" && n8n_doc_sh inbox-import) >"$DIR/import.log" 2>&1 || { cat "$DIR/import.log"; exit 1; }
 # n8n's floor beside the page (bench/inbox/floor.mjs)
 mkdir -p "$DIR/floor"
-node "$here/floor.mjs" "$DIR/floor" >/dev/null
-for f in "$DIR"/floor/*.json; do
+node "$here/floor.mjs" "$DIR/floor" >"$DIR/floor/list"
+while read -r id f; do
 	n8n_cli import:workflow --input="$f" >>"$DIR/import.log" 2>&1 &&
-		n8n_cli publish:workflow --id="$(node -e "process.stdout.write(require('$f').id)")" >>"$DIR/import.log" 2>&1 ||
+		n8n_cli publish:workflow --id="$id" >>"$DIR/import.log" 2>&1 ||
 		{ cat "$DIR/import.log"; exit 1; }
-done
+done <"$DIR/floor/list"
 n8n_start
 URL="http://127.0.0.1:$N8N_PORT/webhook/idem-gate/inbox"
 H=(-H "X-Idem-Gate-Proxy: $SECRET" -H "X-Forwarded-User: bench")
@@ -208,6 +209,7 @@ log "n8n answers the inbox page"
 # page LABEL QUERY: N requests' time to first byte; the last answer kept
 page() {
 	local label=$1 query=$2 times=() t
+	PAGE_ORDER+=("$label")
 	for i in $(seq "$N"); do
 		t=$(curl -s -o "$DIR/answer.html" -w '%{http_code} %{time_starttransfer}' "${H[@]}" "$URL$query")
 		[ "${t%% *}" = 200 ] || { echo "$label: HTTP ${t%% *}" >&2; head -c 500 "$DIR/answer.html" >&2; return 1; }
@@ -302,11 +304,7 @@ fi
 
 echo
 echo "== inbox with $INBOX items among $CLAIMS claims (n8n $N8N_VERSION, PostgreSQL $(q -c 'SHOW server_version'))"
-for label in "first page" "key search" "claim page" "prefix search" \
-	"n8n floor: webhook, respond" "n8n floor: webhook, list query, respond" \
-	"n8n floor: webhook, list query (key), respond" "n8n floor: signed-in webhook, list query, respond" \
-	"n8n floor: signed-in webhook, list query (key), respond"; do
-	[ -n "${PAGE[$label]:-}" ] || continue
+for label in "${PAGE_ORDER[@]}"; do
 	printf '%s, page (TTFB, %s requests): %s\n' "$label" "$N" "${PAGE[$label]}"
 done
 for label in "${!SQL_MS[@]}"; do printf '  SQL %-52s %s\n' "$label" "${SQL_MS[$label]}"; done | sort
