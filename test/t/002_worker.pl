@@ -7,6 +7,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time sleep);
 
 my $helpers = q{
 CREATE FUNCTION make_claim(k text, w text, st text, age interval) RETURNS void
@@ -30,16 +31,22 @@ sub worker_pid
 		"SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE backend_type = 'idem_gate $type'");
 }
 
-# the pid of a janitor waiting for a row lock in a pass, once there is one
+# the pid of a janitor held in a pass, once there is one.  The hold sleeps
+# in steps of 50 ms, so its wait event flickers: the pid is read by the same
+# query that sees it sleeping, never by a second one
 sub waiting_janitor
 {
 	my ($node, $not_pid) = @_;
 	$not_pid //= 0;
-	$node->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND wait_event = 'PgSleep' AND pid <> $not_pid")
-	  or return 0;
-	return $node->safe_psql('postgres',
-		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND wait_event = 'PgSleep' AND pid <> $not_pid");
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	while (time < $deadline)
+	{
+		my $pid = $node->safe_psql('postgres',
+			"SELECT pid FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND wait_event = 'PgSleep' AND pid <> $not_pid");
+		return $pid if $pid =~ /^\d+$/;
+		sleep 0.1;
+	}
+	return 0;
 }
 
 sub wait_for_worker

@@ -101,13 +101,20 @@ sub janitor_in
 		"SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND datname = '$db'");
 }
 
-# the pid of a janitor held in a pass in a database, once there is one
+# the pid of a janitor held in a pass in a database, once there is one; read
+# by the query that sees it sleeping, since the hold sleeps in 50 ms steps
 sub waiting_janitor
 {
 	my ($node, $db, $not_pid) = @_;
-	my $q = "FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND datname = '$db' AND wait_event = 'PgSleep' AND pid <> $not_pid";
-	$node->poll_query_until('postgres', "SELECT count(*) = 1 $q") or return 0;
-	return $node->safe_psql('postgres', "SELECT pid $q");
+	my $q = "SELECT pid FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND datname = '$db' AND wait_event = 'PgSleep' AND pid <> $not_pid";
+	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
+	while (time < $deadline)
+	{
+		my $pid = $node->safe_psql('postgres', $q);
+		return $pid if $pid =~ /^\d+$/;
+		sleep 0.1;
+	}
+	return 0;
 }
 
 sub set_and_reload
