@@ -10,6 +10,11 @@
 //   bench-auth    GET /webhook/bench-auth: bench-sql behind the page's
 //                 sign-in, the Header Auth credential that refuses a
 //                 request not sent through the proxy.
+//   bench-set     GET /webhook/bench-set: bench-bare with one Set node of
+//                 one expression between them (what a node costs n8n);
+//   bench-code    GET /webhook/bench-code: the same with a Code node that
+//                 answers its input (what a Code node costs: its JavaScript
+//                 runs in n8n's task runner, another process).
 // The page adds to bench-auth what makes it a page: reading the sign-in
 // and the filters, checking them, routing, rendering the HTML.
 //   node bench/inbox/floor.mjs DIR
@@ -32,7 +37,7 @@ const settings = {
 };
 const id = (n, k) => `be0c${String(n).padStart(4, '0')}-0000-4000-8000-${String(k).padStart(12, '0')}`;
 
-function workflow(n, name, { sql, auth }) {
+function workflow(n, name, { sql, auth, step }) {
   const hook = {
     parameters: { httpMethod: 'GET', path: name, responseMode: 'responseNode', options: {} },
     id: id(n, 1), name: 'Request', type: 'n8n-nodes-base.webhook', typeVersion: pageHook.typeVersion,
@@ -62,6 +67,19 @@ function workflow(n, name, { sql, auth }) {
     });
     connections.Request = { main: [[{ node: 'List', type: 'main', index: 0 }]] };
     connections.List = { main: [[{ node: 'Respond', type: 'main', index: 0 }]] };
+  } else if (step) {
+    nodes.push(step === 'set' ? {
+      parameters: {
+        assignments: { assignments: [{ id: id(n, 6), name: 'actor', value: "={{ String($json.headers['user-agent'] ?? '').slice(0, 200) }}", type: 'string' }] },
+        options: {},
+      },
+      id: id(n, 5), name: 'Step', type: 'n8n-nodes-base.set', typeVersion: 3.4, position: [200, 0],
+    } : {
+      parameters: { jsCode: 'return [{ json: { ok: $input.first().json.query ?? {} } }];' },
+      id: id(n, 5), name: 'Step', type: 'n8n-nodes-base.code', typeVersion: 2, position: [200, 0],
+    });
+    connections.Request = { main: [[{ node: 'Step', type: 'main', index: 0 }]] };
+    connections.Step = { main: [[{ node: 'Respond', type: 'main', index: 0 }]] };
   } else {
     connections.Request = { main: [[{ node: 'Respond', type: 'main', index: 0 }]] };
   }
@@ -75,6 +93,8 @@ const flows = [
   workflow(1, 'bench-bare', { sql: false, auth: false }),
   workflow(2, 'bench-sql', { sql: true, auth: false }),
   workflow(3, 'bench-auth', { sql: true, auth: true }),
+  workflow(4, 'bench-set', { sql: false, auth: false, step: 'set' }),
+  workflow(5, 'bench-code', { sql: false, auth: false, step: 'code' }),
 ];
 // one line per workflow: its id and its file, for import and publish
 for (const w of flows) {

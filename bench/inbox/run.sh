@@ -30,6 +30,7 @@
 #   bench/inbox/run.sh                     as root; PostgreSQL of PG_CONFIG
 #   BENCH_CLAIMS (1000000), BENCH_INBOX (10000), BENCH_N (30),
 #   BENCH_PORT (55437), BENCH_N8N_PORT (5721), BENCH_BROKER_PORT (5722),
+#   BENCH_HOLD (1: the cluster and n8n kept up at the end),
 #   N8N_VERSION (the newest pin of test/n8n/install_n8n.sh)
 #
 # A throwaway cluster and n8n home under /tmp, removed at the end.  Prints
@@ -230,6 +231,8 @@ page "prefix search" "?prefix=$PREFIX&limit=50"
 # n8n's floor: the same list query with nothing around it, one step at a time
 FLOOR_URL="http://127.0.0.1:$N8N_PORT/webhook"
 URL=$FLOOR_URL/bench-bare page "n8n floor: webhook, respond" ""
+URL=$FLOOR_URL/bench-set page "n8n floor: webhook, a Set node, respond" ""
+URL=$FLOOR_URL/bench-code page "n8n floor: webhook, a Code node, respond" ""
 URL=$FLOOR_URL/bench-sql page "n8n floor: webhook, list query, respond" ""
 URL=$FLOOR_URL/bench-sql page "n8n floor: webhook, list query (key), respond" "?key=$KEY"
 URL=$FLOOR_URL/bench-auth page "n8n floor: signed-in webhook, list query, respond" ""
@@ -310,3 +313,10 @@ done
 for label in "${!SQL_MS[@]}"; do printf '  SQL %-52s %s\n' "$label" "${SQL_MS[$label]}"; done | sort
 echo "bulk retry of $keys claims (idem_resolve_many, psql): $BULK_MS ms ($bulk)"
 echo "$BULK_PAGE"
+# BENCH_HOLD=1: keep the cluster and n8n up for a closer look, until
+# $DIR/hold is removed
+if [ "${BENCH_HOLD:-0}" = 1 ]; then
+	touch "$DIR/hold"
+	log "held: PGPORT=$PORT, n8n on $N8N_PORT, proxy secret $SECRET; rm $DIR/hold to end"
+	while [ -e "$DIR/hold" ]; do sleep 5; done
+fi
