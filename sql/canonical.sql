@@ -91,6 +91,43 @@ SELECT idem_hash('{"a":{"y":2,"x":1},"b":[1,{"c":null}],"z":true}'::jsonb, ARRAY
 -- name without a leading "/" is taken literally
 SELECT idem_hash('{"a/b":{"m~n":5},"":7,"x/y":8}'::jsonb, ARRAY['/a~1b/m~0n', '/', 'x/y']) =
        idem_hash('{"/a~1b/m~0n":5,"/":7,"x/y":8}'::jsonb) AS pointer_escapes;
+-- array indexes in a pointer (RFC 6901): "0", or digits without a leading
+-- zero, inside the array; any other token finds no element.  Generated:
+-- every token of one or two printable ASCII characters ("/" and "~"
+-- aside), and longer ones up to and past 9 digits and 2^32, against
+-- [10, 20, 30], compared with that rule: none found that the rule does not
+-- find, none missed, and each found one the element the rule names
+CREATE FUNCTION pg_temp.pointer_index(tok text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+	doc jsonb := '{"a":[10,20,30]}';
+	h text;
+BEGIN
+	h := idem_hash(doc, ARRAY['/a/' || tok]);
+	FOR i IN 0..2 LOOP
+		IF h = idem_hash(jsonb_build_object('/a/' || tok, doc->'a'->i)) THEN
+			RETURN i;
+		END IF;
+	END LOOP;
+	RETURN -1;			-- found, but not an element of the array
+EXCEPTION WHEN invalid_parameter_value THEN
+	RETURN NULL;		-- "missing from the document"
+END $$;
+WITH chars AS (
+	SELECT chr(c) AS ch FROM generate_series(32, 126) c WHERE chr(c) NOT IN ('/', '~')),
+tokens AS (
+	SELECT ch AS tok FROM chars
+	UNION ALL SELECT a.ch || b.ch FROM chars a, chars b
+	UNION ALL SELECT unnest(ARRAY['000', '001', '010', '100', '0000000001', '999999999',
+		'1000000000', '4294967296', '4294967297', '4294967298', '18446744073709551616', '2 ', ' 2', '+2', '2.0', '2e0'])),
+judged AS (
+	SELECT tok, pg_temp.pointer_index(tok) AS found,
+		   CASE WHEN tok ~ '^(0|[1-9][0-9]*)$' AND tok::numeric < 3 THEN tok::int END AS rule
+	  FROM tokens)
+SELECT count(*) AS tokens,
+	   count(*) FILTER (WHERE rule IS NOT NULL) AS elements,
+	   count(*) FILTER (WHERE found IS DISTINCT FROM rule) AS disagreements,
+	   string_agg(quote_literal(tok), ', ') FILTER (WHERE found IS DISTINCT FROM rule) AS which
+  FROM judged;
 -- other fields of the document do not change the hash
 SELECT idem_hash('{"id":"evt_1","delivery":1}'::jsonb, ARRAY['id']) =
        idem_hash('{"id":"evt_1","delivery":2}'::jsonb, ARRAY['id']) AS other_fields_ignored;
