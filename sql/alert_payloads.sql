@@ -7,7 +7,11 @@
 -- payload names the workflow, cut to 500 bytes on a character boundary and
 -- then marked, the reason, the time and a number; nothing else.
 --
-CREATE EXTENSION idem_gate;
+-- Leave the database as found: the other files expect to create idem_gate.
+SELECT NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'idem_gate') AS alerts_created \gset
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS idem_gate;
+RESET client_min_messages;
 CREATE EXTENSION dblink;
 SELECT dblink_connect(c, format('dbname=%s port=%s host=%s', current_database(),
 		current_setting('port'), split_part(current_setting('unix_socket_directories'), ',', 1)))
@@ -116,4 +120,6 @@ RESET idem_gate.max_key_length;
 
 SELECT dblink_disconnect(c) FROM unnest(ARRAY['listener', 'sender']) c;
 DROP EXTENSION dblink;
+\if :alerts_created
 DROP EXTENSION idem_gate;
+\endif

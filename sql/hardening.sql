@@ -104,6 +104,22 @@ CREATE TRIGGER h_del AFTER DELETE ON idem_gate.claims
 SET ROLE regress_h_operator;
 SELECT h_try($$SELECT * FROM idem_gate.janitor_run()$$);
 RESET ROLE;
+-- and still when row security applies to the owner of janitor_run() (a
+-- role that does not own the tables) through a policy of PostgreSQL's own
+-- operators, which has no code to guard: the trigger has
+CREATE ROLE regress_h_owner;
+GRANT USAGE ON SCHEMA idem_gate TO regress_h_owner;
+GRANT ALL ON ALL TABLES IN SCHEMA idem_gate TO regress_h_owner;
+GRANT ALL ON ALL SEQUENCES IN SCHEMA idem_gate TO regress_h_owner;
+BEGIN;
+ALTER FUNCTION idem_gate.janitor_run() OWNER TO regress_h_owner;
+ALTER TABLE idem_gate.claims ENABLE ROW LEVEL SECURITY;
+CREATE POLICY h_every_row ON idem_gate.claims USING (true);
+SET LOCAL ROLE regress_h_operator;
+SELECT h_try($$SELECT * FROM idem_gate.janitor_run()$$);
+ROLLBACK;
+DROP OWNED BY regress_h_owner;
+DROP ROLE regress_h_owner;
 DROP TRIGGER h_del ON idem_gate.claims;
 \c
 DROP FUNCTION public.h_noop();
