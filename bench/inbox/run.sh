@@ -31,6 +31,7 @@
 #   BENCH_CLAIMS (1000000), BENCH_INBOX (10000), BENCH_N (30),
 #   BENCH_PORT (55437), BENCH_N8N_PORT (5721), BENCH_BROKER_PORT (5722),
 #   BENCH_HOLD (1: the cluster and n8n kept up at the end),
+#   BENCH_N8N_ENV (n8n settings to try, NAME=value separated by spaces),
 #   N8N_VERSION (the newest pin of test/n8n/install_n8n.sh)
 #
 # A throwaway cluster and n8n home under /tmp, removed at the end.  Prints
@@ -191,6 +192,11 @@ for pair in '"change-me-too"|"'$SECRET'"' '"port": 5432|"port": '$PORT; do
 	sed -i "s/${pair%%|*}/${pair#*|}/" "$cred"
 done
 n8n_setup "$DIR" "$N8N_PORT" "$BROKER_PORT"
+# BENCH_N8N_ENV: n8n settings to try, NAME=value separated by spaces
+for setting in ${BENCH_N8N_ENV:-}; do
+	[[ "$setting" =~ ^[A-Z_][A-Z0-9_]*= ]] || { echo "BENCH_N8N_ENV: not NAME=value: $setting" >&2; exit 2; }
+	N8N_ENV+=("$setting")
+done
 log "n8n $N8N_VERSION: docs/n8n.md run:inbox-import"
 (cd "$DIR/copy" && n8n_doc_sh inbox-import) >"$DIR/import.log" 2>&1 || { cat "$DIR/import.log"; exit 1; }
 # n8n's floor beside the page (bench/inbox/floor.mjs)
@@ -306,7 +312,7 @@ SQL
 fi
 
 echo
-echo "== inbox with $INBOX items among $CLAIMS claims (n8n $N8N_VERSION, PostgreSQL $(q -c 'SHOW server_version'))"
+echo "== inbox with $INBOX items among $CLAIMS claims (n8n $N8N_VERSION${BENCH_N8N_ENV:+ with $BENCH_N8N_ENV}, PostgreSQL $(q -c 'SHOW server_version'))"
 for label in "${PAGE_ORDER[@]}"; do
 	printf '%s, page (TTFB, %s requests): %s\n' "$label" "$N" "${PAGE[$label]}"
 done
