@@ -193,10 +193,7 @@ for pair in '"change-me-too"|"'$SECRET'"' '"port": 5432|"port": '$PORT; do
 done
 n8n_setup "$DIR" "$N8N_PORT" "$BROKER_PORT"
 # BENCH_N8N_ENV: n8n settings to try, NAME=value separated by spaces
-for setting in ${BENCH_N8N_ENV:-}; do
-	[[ "$setting" =~ ^[A-Z_][A-Z0-9_]*= ]] || { echo "BENCH_N8N_ENV: not NAME=value: $setting" >&2; exit 2; }
-	N8N_ENV+=("$setting")
-done
+n8n_env_add BENCH_N8N_ENV ${BENCH_N8N_ENV:-} || exit 2
 log "n8n $N8N_VERSION: docs/n8n.md run:inbox-import"
 (cd "$DIR/copy" && n8n_doc_sh inbox-import) >"$DIR/import.log" 2>&1 || { cat "$DIR/import.log"; exit 1; }
 # n8n's floor beside the page (bench/inbox/floor.mjs)

@@ -7,6 +7,7 @@
 #   . test/n8n/n8n_lib.sh
 #   n8n_install                       # N8N_VERSION (default the newest pin)
 #   n8n_setup DIR PORT BROKER_PORT    # n8n's home in DIR, its ports
+#   n8n_env_add FROM NAME=value...    # more settings for n8n
 #   n8n_doc_sh NAME                   # a docs/n8n.md sh block, `n8n` = n8n_cli
 #   n8n_start; n8n_wait_url URL; n8n_stop
 #
@@ -44,12 +45,23 @@ n8n_setup() {
 	# docs/n8n.md run:n8n-offline: NAME=value lines, as the docs give them
 	while IFS= read -r line; do
 		case "$line" in '' | '#'*) continue ;; esac
-		[[ "$line" =~ ^[A-Z_][A-Z0-9_]*= ]] || { echo "docs/n8n.md run:n8n-offline: not NAME=value: $line" >&2; return 1; }
-		N8N_ENV+=("$line")
+		n8n_env_add "docs/n8n.md run:n8n-offline" "$line" || return 1
 	done < <(node "$N8N_LIB_HERE/doc_block.mjs" "$N8N_LIB_ROOT/docs/n8n.md" n8n-offline)
 	# n8n 2.40 and later poll api.n8n.io for their MCP server registry
 	[ -d "$(dirname "$N8N_BIN")/../n8n/dist/modules/mcp-registry" ] && N8N_ENV+=(N8N_DISABLED_MODULES=mcp-registry)
 	return 0
+}
+
+# n8n_env_add FROM SETTING...: settings added to n8n's environment (after
+# n8n_setup), each refused unless it is NAME=value; FROM names where they
+# came from in the refusal
+n8n_env_add() {
+	local from=$1 setting
+	shift
+	for setting; do
+		[[ "$setting" =~ ^[A-Z_][A-Z0-9_]*= ]] || { echo "$from: not NAME=value: $setting" >&2; return 1; }
+		N8N_ENV+=("$setting")
+	done
 }
 
 # n8n_cli ARGS...: the n8n CLI in n8n's environment (no libpq variables)
