@@ -88,6 +88,17 @@ is($node->safe_psql('r05', "SELECT state FROM idem_gate.claims"), 'processing',
 # idem_gate.janitor_run()'s WARNING names only the stuck claims of the
 # workflows its caller may see, with per-workflow access on; the others are
 # counted (the worker's log line, for the DBA, names any)
+#
+# The background janitor must not announce these claims first (a stuck
+# claim is announced once per grant): it serves only r02 and r05 from here
+# on.  The missing database in the list makes the launcher log that it has
+# read the new list, so the test knows before it creates jr.
+my $list_offset = -s $node->logfile;
+$node->append_conf('postgresql.conf',
+	"idem_gate.database = 'r02, r05, jr_list_read'\n");
+$node->reload;
+ok($node->wait_for_log(qr/database "jr_list_read" does not exist; the janitor waits for it/,
+	$list_offset), 'the launcher serves only r02 and r05');
 $node->safe_psql('postgres', q{
 	CREATE DATABASE jr;
 });
