@@ -93,6 +93,26 @@ RESET ROLE;
 SELECT idem_complete('b1', 'bulk', t.token, '{"ok": true}') FROM idem_claim_ex('b1', 'bulk') t;
 SET ROLE regress_bk_ops;
 SELECT bk_detail($$SELECT idem_resolve('b1', 'bulk', 'retry', NULL, 'late', 'carol')$$);
+-- the claim's change at the very microsecond of the operator's action is
+-- that action's own: not said; one microsecond later is a later change
+RESET ROLE;
+UPDATE idem_gate.claims c SET updated_at = a.at + d, completed_at = a.at + d
+  FROM (SELECT at FROM idem_gate.audit WHERE workflow = 'bulk' AND key = 'b4'
+         ORDER BY id DESC LIMIT 1) a, (VALUES (interval '0')) v(d)
+ WHERE c.workflow = 'bulk' AND c.key = 'b4';
+SET ROLE regress_bk_ops;
+SELECT bk_detail($$SELECT idem_resolve('b4', 'bulk', 'retry', NULL, 'late', 'carol')$$);
+RESET ROLE;
+UPDATE idem_gate.claims SET updated_at = updated_at + interval '1 microsecond',
+       completed_at = completed_at + interval '1 microsecond'
+ WHERE workflow = 'bulk' AND key = 'b4';
+SET ROLE regress_bk_ops;
+SELECT bk_detail($$SELECT idem_resolve('b4', 'bulk', 'retry', NULL, 'late', 'carol')$$);
+RESET ROLE;
+UPDATE idem_gate.claims SET updated_at = updated_at - interval '1 microsecond',
+       completed_at = completed_at - interval '1 microsecond'
+ WHERE workflow = 'bulk' AND key = 'b4';
+SET ROLE regress_bk_ops;
 -- in bulk, who decided an already_decided key is its history's newest
 -- operator row (docs/reference.md, Bulk decisions): b4 by alice, b5 by none
 SELECT r.ord, r.key, r.outcome, h.actor AS decided_by, h.at IS NOT NULL AS decided_at
