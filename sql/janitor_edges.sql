@@ -198,3 +198,29 @@ ROLLBACK;
 
 DROP FUNCTION je_row(text, text, text, interval, interval);
 TRUNCATE idem_gate.claims;
+
+------------------------------------------------------------------------
+-- janitor_run() in the caller's transaction: each step's subtransaction
+-- ends as a function call's would.  The pass's own lock_timeout (at most
+-- 100 ms while it waits for a row lock) is gone afterwards; a session
+-- setting that a DBA's trigger made during the pass stays, as it would
+-- after any statement that ran the trigger
+------------------------------------------------------------------------
+BEGIN;
+SET LOCAL lock_timeout = 0;
+SET LOCAL idem_gate.retention = '1d';
+CREATE FUNCTION je_note() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM set_config('je.trigger_saw', current_setting('lock_timeout'), false);
+	RETURN OLD;
+END $$;
+CREATE TRIGGER je_note AFTER DELETE ON idem_gate.claims
+	FOR EACH ROW EXECUTE FUNCTION je_note();
+INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
+	created_at, claimed_at, updated_at, completed_at)
+VALUES ('je_guc', 'old', 'completed', 1, 1, '{"r": 1}', now() - interval '10 days',
+	now() - interval '10 days', now() - interval '10 days', now() - interval '10 days');
+SELECT deleted_completed FROM idem_gate.janitor_run();
+SELECT current_setting('je.trigger_saw', true) AS lock_timeout_during_the_pass,
+	   current_setting('lock_timeout') AS lock_timeout_after_it;
+ROLLBACK;
