@@ -175,10 +175,24 @@ waits_instead_of_answering($primary,
 	"SELECT idem_heartbeat('order-1', 'charge', 1)", 'a heartbeat with a lost token');
 
 # a batch writes more keys than a transaction lists one by one: the slots
-# past the list are remembered too
+# past the list are remembered too, in a bitmap of 64-slot words.  One
+# more key is chosen whose slot is the first of its word (src/durable.c's
+# slot_of(): hash_bytes, which hashtext() computes for text, of the
+# workflow and of the key, combined as hash_combine() does), since the
+# bitmap's walk skips to the next word when the rest of one is empty.
+my $edge = $primary->safe_psql('postgres', q{
+	SELECT k FROM (SELECT 'edge-' || g AS k, g, hashtext('charge')::bigint & 4294967295 AS a
+					 FROM generate_series(1, 5000) g) x
+	 WHERE ((a # (((hashtext(k)::bigint & 4294967295) + 2654435769 + ((a << 6) & 4294967295)
+				  + (a >> 2)) & 4294967295)) & 8191) % 64 = 0
+	 ORDER BY g LIMIT 1});
+like($edge, qr/^edge-\d+$/, 'a key whose slot starts a word of the bitmap');
 committed_locally_only($primary,
-	"SELECT count(*) FROM idem_claim_many(ARRAY(SELECT 'bulk-' || g FROM generate_series(1, 40) g), 'charge', '1 hour', NULL, 'runM')",
+	"SELECT count(*) FROM idem_claim_many(ARRAY(SELECT 'bulk-' || g FROM generate_series(1, 40) g) || '$edge'::text, 'charge', '1 hour', NULL, 'runM')",
 	'runM');
+waits_instead_of_answering($primary,
+	"SELECT outcome FROM idem_claim_ex('$edge', 'charge', NULL, NULL, 'runN')",
+	'a duplicate of the batch\'s key whose slot starts a bitmap word');
 waits_instead_of_answering($primary,
 	"SELECT outcome FROM idem_claim_ex('bulk-40', 'charge', NULL, NULL, 'runN')",
 	'a duplicate of the last key of a 40-key batch');
