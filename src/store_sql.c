@@ -53,6 +53,14 @@ typedef struct PlanDef
 	Oid			argtypes[8];
 } PlanDef;
 
+/*
+ * A plan's parameter types, and their number counted from that list, so
+ * that the two cannot disagree (a count one too high would have the plan
+ * read a value past the caller's arrays).
+ */
+#define IG_PARAMS(...) \
+	(int) (sizeof((Oid[]) {__VA_ARGS__}) / sizeof(Oid)), {__VA_ARGS__}
+
 #define IG_WHERE_KEY \
 	" WHERE c.workflow OPERATOR(pg_catalog.=) $1 AND c.key OPERATOR(pg_catalog.=) $2"
 /* a grant's new token: from the sequence, or a parameter on Citus */
@@ -72,24 +80,24 @@ static const PlanDef plan_defs[NUM_PLANS] = {
 		" token, execution_id, fingerprint, created_at, claimed_at, updated_at%s%s)"
 		" VALUES ($1, $2, 'processing', 1, %s, $3, $4, $5, $5, $5%s%s)"
 		" ON CONFLICT (workflow, key) DO NOTHING RETURNING c.token",
-		6, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, BOOLOID}
+		IG_PARAMS(TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, BOOLOID)
 	},
 	[PLAN_RETRY] = {
 		IG_REGRANT("(c.state OPERATOR(pg_catalog.=) 'failed_retryable') IS TRUE"),
-		7, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID}
+		IG_PARAMS(TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID)
 	},
 	[PLAN_TAKEOVER] = {
 		IG_REGRANT("(c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
 				   " AND c.updated_at OPERATOR(pg_catalog.<=) $8"),
-		8, {TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID,
-		TIMESTAMPTZOID}
+		IG_PARAMS(TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID, BOOLOID,
+				  TIMESTAMPTZOID)
 	},
 	[PLAN_HEARTBEAT] = {
 		"UPDATE ONLY idem_gate.claims c SET updated_at = GREATEST($4, c.updated_at)"
 		IG_WHERE_KEY
 		" AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
 		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.token",
-		4, {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID}
+		IG_PARAMS(TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID)
 	},
 	[PLAN_COMPLETE] = {
 		"UPDATE ONLY idem_gate.claims c SET state = 'completed'::idem_gate.state,"
@@ -97,7 +105,7 @@ static const PlanDef plan_defs[NUM_PLANS] = {
 		IG_WHERE_KEY
 		" AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
 		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.token",
-		5, {TEXTOID, TEXTOID, INT8OID, JSONBOID, TIMESTAMPTZOID}
+		IG_PARAMS(TEXTOID, TEXTOID, INT8OID, JSONBOID, TIMESTAMPTZOID)
 	},
 	[PLAN_FAIL] = {
 		"UPDATE ONLY idem_gate.claims c SET state = CASE WHEN $6"
@@ -107,7 +115,7 @@ static const PlanDef plan_defs[NUM_PLANS] = {
 		IG_WHERE_KEY
 		" AND (c.state OPERATOR(pg_catalog.=) 'processing') IS TRUE"
 		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.token",
-		6, {TEXTOID, TEXTOID, INT8OID, TEXTOID, TIMESTAMPTZOID, BOOLOID}
+		IG_PARAMS(TEXTOID, TEXTOID, INT8OID, TEXTOID, TIMESTAMPTZOID, BOOLOID)
 	},
 	[PLAN_RESOLVE] = {
 		"UPDATE ONLY idem_gate.claims c SET state = CASE WHEN $3"
@@ -120,22 +128,22 @@ static const PlanDef plan_defs[NUM_PLANS] = {
 		" AND (c.state OPERATOR(pg_catalog.=) 'processing'"
 		" OR c.state OPERATOR(pg_catalog.=) 'needs_review') IS TRUE"
 		" AND c.token OPERATOR(pg_catalog.=) $6 RETURNING c.token",
-		6, {TEXTOID, TEXTOID, BOOLOID, JSONBOID, TIMESTAMPTZOID, INT8OID}
+		IG_PARAMS(TEXTOID, TEXTOID, BOOLOID, JSONBOID, TIMESTAMPTZOID, INT8OID)
 	},
 	[PLAN_RELEASE] = {
 		"DELETE FROM ONLY idem_gate.claims c" IG_WHERE_KEY
 		" AND c.token OPERATOR(pg_catalog.=) $3 RETURNING c.state",
-		3, {TEXTOID, TEXTOID, INT8OID}
+		IG_PARAMS(TEXTOID, TEXTOID, INT8OID)
 	},
 	[PLAN_STATUS] = {
 		"SELECT c FROM ONLY idem_gate.claims c" IG_WHERE_KEY,
-		2, {TEXTOID, TEXTOID}
+		IG_PARAMS(TEXTOID, TEXTOID)
 	},
 	[PLAN_PROBE] = {
 		"SELECT c.state, c.token, c.attempt, c.claimed_at, c.updated_at,"
 		" c.execution_id, c.fingerprint, c.token_issued, c.result"
 		" FROM ONLY idem_gate.claims c" IG_WHERE_KEY,
-		2, {TEXTOID, TEXTOID}
+		IG_PARAMS(TEXTOID, TEXTOID)
 	},
 };
 
