@@ -14,7 +14,7 @@
 // Env: libpq variables (PGHOST, PGPORT, PGUSER superuser, PGDATABASE with
 // idem_gate installed), IDEM_N8N_ROLE / IDEM_N8N_PASSWORD (the role created by
 // test/suites/30_n8n_pg.sh).  Ends with one line "N passed, N failed".
-import { readFileSync } from 'node:fs';
+import { chownSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execFileSync } from 'node:child_process';
@@ -597,6 +597,58 @@ inboxTest('the inbox\'s search, paging and bulk queries as the operator role: in
     noKeyForms = e;
   }
   eq(noKeyForms?.code, '42501', 'Key forms without EXECUTE on idem_key');
+  // in a keyed workflow (the C edition's secret file), a key over every workflow finds the claim by the
+  // person's value once the DBA grants EXECUTE on idem_key (Key forms, then the list), and not before
+  if ((await admin.one("SELECT count(*)::int AS n FROM pg_settings WHERE name = 'idem_gate.secret_file'")).n === 1) {
+    const wf = `idem-ci-keyed-${process.pid}`;
+    const value = `${K('ann')}@example.com`;
+    const file = `${(await admin.one("SELECT current_setting('data_directory') AS d")).d}/idem_ci_secrets_${process.pid}`;
+    const retry55000 = async (fn) => {
+      // a session reads the secret file at its first statement after the reload
+      for (let i = 0; ; i++) {
+        try {
+          return await fn();
+        } catch (e) {
+          if (e.code !== '55000' || i >= 100) throw e;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+    };
+    // the file as the server's user keeps it (0600, owned by the data directory's owner)
+    const dataDir = statSync(dirname(file));
+    writeFileSync(file, `ci1 ${'5a'.repeat(32)}\n`, { mode: 0o600 });
+    chownSync(file, dataDir.uid, dataDir.gid);
+    await admin.none(`ALTER SYSTEM SET idem_gate.secret_file = ${pgp.as.text(file)}`);
+    await admin.one('SELECT pg_reload_conf() AS ok');
+    try {
+      await admin.none('INSERT INTO idem_gate.policies (workflow, keyed) VALUES ($1, true)', [wf]);
+      await admin.one('SELECT idem_gate.grant_workflow($1, $2) AS ok', [OPS, wf]);
+      const stored = await retry55000(async () => (await admin.one('SELECT idem_key($1, $2) AS k', [wf, value])).k);
+      assert(/^ci1:[0-9a-f]{64}$/.test(stored), `the stored form: ${stored}`);
+      await admin.one("SELECT idem_fail($1, $2, c.token, 'x', false) AS ok FROM idem_claim_ex($1, $2, NULL, NULL, 'x', '{}'::jsonb) AS c", [value, wf]);
+      // the page's two steps: Key forms (its error output goes on with the key as typed), then the list
+      const search = async () => {
+        let forms;
+        try {
+          forms = (await retry55000(() => run('Key forms', { key: value })))[0].forms;
+        } catch (e) {
+          if (e.code !== '42501') throw e;
+        }
+        const [found] = await run('Read inbox', forms === undefined ? {} : { forms }, { 'Check search': searchOf({ key: value }) });
+        return found.items.map((x) => [x.workflow, x.key]);
+      };
+      eq(await search(), [], 'a keyed claim by the person\'s value, without EXECUTE on idem_key');
+      await admin.none(`GRANT EXECUTE ON FUNCTION idem_key(text, text) TO ${OPS}`);
+      eq(await search(), [[wf, stored]], 'a keyed claim by the person\'s value, with EXECUTE on idem_key');
+    } finally {
+      await admin.none(`REVOKE EXECUTE ON FUNCTION idem_key(text, text) FROM ${OPS}`);
+      await admin.none('DELETE FROM idem_gate.claims WHERE workflow = $1', [wf]);
+      await admin.none('DELETE FROM idem_gate.policies WHERE workflow = $1', [wf]);
+      await admin.none('ALTER SYSTEM RESET idem_gate.secret_file');
+      await admin.one('SELECT pg_reload_conf() AS ok');
+      rmSync(file, { force: true });
+    }
+  } else console.log('# no idem_gate.secret_file (the managed edition has no keyed workflows): the keyed key search skipped');
   // bulk: the filter's keys, then retry for five, an unknown key and a repeated one
   const bulkIn = { scope: 'filter', workflow: 'orders', f_reason: 'needs_review', f_key: '', f_prefix: K('pg-'), f_prefix_end: searchOf({ prefix: K('pg-') }).prefix_end, f_older: '', selected_json: '[]' };
   const [bk] = await run('Read bulk keys', bulkIn);
