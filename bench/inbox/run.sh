@@ -31,6 +31,7 @@
 #   BENCH_CLAIMS (1000000), BENCH_INBOX (10000), BENCH_N (30),
 #   BENCH_PORT (55437), BENCH_N8N_PORT (5721), BENCH_BROKER_PORT (5722),
 #   BENCH_HOLD (1: the cluster and n8n kept up at the end),
+#   BENCH_NODES (1: the page's time node by node, bench/inbox/nodes.mjs),
 #   BENCH_N8N_ENV (n8n settings to try, NAME=value separated by spaces),
 #   N8N_VERSION (the newest pin of test/n8n/install_n8n.sh)
 #
@@ -308,6 +309,37 @@ SQL
 	PGOPTIONS='-c jit=off' explain "proposal: index and one-scan view: runbook prefix search (any workflow)" "$(one '' '' "$PREFIX")"
 fi
 
+# BENCH_NODES=1: where the page's time goes, node by node, as n8n records
+# it (bench/inbox/nodes.mjs): the page again, with a copy of its workflow
+# that keeps its runs' data, after the bulk retries above (2,000 fewer
+# items); the first 3 requests of each are warm-up
+NODES=()
+if [ "${BENCH_NODES:-0}" = 1 ]; then
+	n8n_stop
+	node "$here/nodes.mjs" copy "$DIR/copy/examples/n8n/inbox.json" "$DIR/inbox-nodes.json"
+	{ n8n_cli import:workflow --input="$DIR/inbox-nodes.json" &&
+		n8n_cli publish:workflow --id="$(node -p "JSON.parse(require('fs').readFileSync('$DIR/inbox-nodes.json', 'utf8')).id")"; } \
+		>>"$DIR/import.log" 2>&1 || { cat "$DIR/import.log"; exit 1; }
+	n8n_start
+	n8n_wait_url "$URL" "${H[@]}"
+	runs_db="$DIR/n8n-home/.n8n/database.sqlite"
+	for pair in "first page|?limit=100" "key search|?key=$KEY"; do
+		python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1]); c.execute("DELETE FROM execution_data"); c.execute("DELETE FROM execution_entity"); c.commit()' "$runs_db"
+		for i in $(seq $((N + 3))); do curl -s -o /dev/null "${H[@]}" "$URL${pair#*|}"; done
+		sleep 1
+		python3 -c 'import json, sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+print(json.dumps([{"data": d, "startedAt": s, "stoppedAt": e} for d, s, e in c.execute(
+    "SELECT d.data, e.startedAt, e.stoppedAt FROM execution_entity e JOIN execution_data d ON d.executionId = e.id ORDER BY e.id")]))' \
+			"$runs_db" >"$DIR/runs.json"
+		# n8n 2.41 keeps its runs' data outside execution_data (its blob
+		# store): there, this says so and the rest of the bench stands
+		NODES+=("${pair%%|*}, node by node:" "$(node "$here/nodes.mjs" report "$DIR/runs.json" "$N8N_CACHE/node_modules/flatted" 3 2>/dev/null ||
+			echo "  not read: n8n $N8N_VERSION kept no run data in its SQLite execution_data")")
+	done
+fi
+
 echo
 echo "== inbox with $INBOX items among $CLAIMS claims (n8n $N8N_VERSION${BENCH_N8N_ENV:+ with $BENCH_N8N_ENV}, PostgreSQL $(q -c 'SHOW server_version'))"
 for label in "${PAGE_ORDER[@]}"; do
@@ -316,6 +348,7 @@ done
 for label in "${!SQL_MS[@]}"; do printf '  SQL %-52s %s\n' "$label" "${SQL_MS[$label]}"; done | sort
 echo "bulk retry of $keys claims (idem_resolve_many, psql): $BULK_MS ms ($bulk)"
 echo "$BULK_PAGE"
+[ ${#NODES[@]} -eq 0 ] || printf '%s\n' "${NODES[@]}"
 # BENCH_HOLD=1: keep the cluster and n8n up for a closer look, until
 # $DIR/hold is removed
 if [ "${BENCH_HOLD:-0}" = 1 ]; then
