@@ -5175,6 +5175,26 @@ COMMENT ON FUNCTION idem_gate.bulk_args(text[], text, text) IS 'the arguments of
 GRANT EXECUTE ON FUNCTION idem_gate.bulk_args(text[], text, text) TO PUBLIC;
 
 /*
+ * idem_key_forms(key): a key's stored form in each keyed workflow the
+ * caller may see.  The managed edition has no keyed workflow, so there is
+ * none: no row, whatever the key; a NULL key is refused as in C.
+ */
+CREATE FUNCTION public.idem_key_forms(key pg_catalog.text,
+	OUT workflow pg_catalog.text, OUT stored_key pg_catalog.text)
+RETURNS SETOF record
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	PERFORM idem_gate.m_check_name(key, 'key', true);
+END
+$$;
+
+COMMENT ON FUNCTION public.idem_key_forms(text) IS 'the form the gate stores a key in, in each keyed workflow the caller may see: for a search over every workflow';
+
+REVOKE ALL ON FUNCTION public.idem_key_forms(text) FROM PUBLIC;
+
+/*
  * A replay is an operator's decision of its own: idem_replay() records it
  * in idem_gate.audit (who, why, when) and answers the stored payload that
  * the inbox page then sends to the gate as a redelivery.  It refuses a

@@ -266,11 +266,21 @@ SET idem_gate.workflow_acl = on;
 SET ROLE regress_k_ops;
 SELECT idem_key('k_crm', 'x') LIKE 's2:%' AS granted;
 SELECT k_try($$SELECT idem_key('k_a', 'x')$$);
+-- idem_key_forms (1.3): the key's form in each keyed workflow the role may
+-- see, the others left out; not public, granted like idem_key
+SELECT k_try($$SELECT * FROM idem_key_forms('x')$$);
 RESET ROLE;
+GRANT EXECUTE ON FUNCTION idem_key_forms(text) TO regress_k_ops;
+SET ROLE regress_k_ops;
+SELECT workflow, stored_key = idem_key(workflow, 'x') AS as_idem_key FROM idem_key_forms('x');
+SELECT k_try($$SELECT * FROM idem_key_forms(NULL)$$);
+RESET ROLE;
+SELECT workflow, stored_key = idem_key(workflow, 'x') AS as_idem_key, stored_key LIKE 's2:%' AS current_secret
+  FROM idem_key_forms('x') WHERE workflow LIKE 'k\_%' ORDER BY workflow;
 RESET idem_gate.workflow_acl;
 SELECT idem_gate.revoke_workflow('regress_k_ops', 'k_crm');
 REVOKE ALL ON SCHEMA idem_gate FROM regress_k_ops;
-REVOKE ALL ON FUNCTION idem_key(text, text) FROM regress_k_ops;
+REVOKE ALL ON FUNCTION idem_key(text, text), idem_key_forms(text) FROM regress_k_ops;
 DROP ROLE regress_k_ops;
 
 -- back to no secret file for the tests that follow
@@ -278,6 +288,10 @@ ALTER SYSTEM RESET idem_gate.secret_file;
 SELECT pg_reload_conf();
 SELECT pg_sleep(0.3);
 SELECT k_try($$SELECT idem_key('k_crm', 'x')$$);
+SELECT regexp_replace(k_try($$SELECT * FROM idem_key_forms('x')$$), '"k_[a-z]+"', '"k_…"') AS a_keyed_workflow_without_secret;
+DELETE FROM idem_gate.claims WHERE workflow LIKE 'k\_%';
+DELETE FROM idem_gate.policies WHERE workflow LIKE 'k\_%';
+SELECT count(*) AS no_keyed_workflow_no_form FROM idem_key_forms('x');
 DELETE FROM idem_gate.claims WHERE workflow LIKE 'k\_%';
 DELETE FROM idem_gate.policies WHERE workflow LIKE 'k\_%';
 DROP FUNCTION k_script(text);

@@ -625,6 +625,7 @@ load_policies(void)
 	SysScanDesc scan;
 	HeapTuple	tup;
 	MemoryContext old;
+	int32		group;
 
 	if (!registered)
 	{
@@ -647,11 +648,7 @@ load_policies(void)
 	keyed_att = get_attnum(policies_relid, "keyed");
 	if (wf_att == InvalidAttrNumber || keyed_att == InvalidAttrNumber)
 		return;
-	{
-		int32		group;
-
-		policies_citus = ig_citus_table(policies_relid, &group);
-	}
+	policies_citus = ig_citus_table(policies_relid, &group);
 	if (policies_citus)
 	{
 		load_policies_citus();
@@ -690,6 +687,15 @@ ig_keyed_workflow(const char *workflow)
 		if (strcmp((const char *) lfirst(lc), workflow) == 0)
 			return true;
 	return false;
+}
+
+/* The keyed workflows' names: the cache, which the next invalidation frees. */
+const List *
+ig_keyed_workflows(void)
+{
+	if (!policies_valid)
+		load_policies();
+	return keyed_workflows;
 }
 
 /*

@@ -2,7 +2,8 @@
  *
  * keyed_sql.c
  *	  The SQL functions of keyed keys: idem_key(), which gives an operator
- *	  the stored form of a personal value, idem_gate.secret_ids(), which
+ *	  the stored form of a personal value, idem_key_forms(), its form in
+ *	  every keyed workflow, idem_gate.secret_ids(), which
  *	  lists the secrets' ids (never a secret), and the trigger that tells
  *	  every backend that idem_gate.policies changed.
  *
@@ -51,6 +52,48 @@ idem_key(PG_FUNCTION_ARGS)
 	if (!keyed)
 		PG_RETURN_DATUM(key);
 	PG_RETURN_DATUM(ig_keyed_forms(workflow_str, DatumGetTextPP(key))->form[0]);
+}
+
+/*
+ * idem_key_forms(key): the key's stored form in each keyed workflow the
+ * caller may see, as idem_key() gives it.  A search over every workflow
+ * (the inbox page's) finds a keyed claim from the personal value with it,
+ * without reading the inbox for the workflows it holds.  A workflow the
+ * caller may not see is left out, not refused; a plain workflow's form is
+ * the key itself, which the caller has.
+ */
+PG_FUNCTION_INFO_V1(idem_key_forms);
+
+Datum
+idem_key_forms(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Datum		key;
+	List	   *visible = NIL;
+	ListCell   *lc;
+	Oid			save_userid;
+	int			save_sec_context;
+
+	(void) ig_call_text_arg(fcinfo, 0, "key", &key, true);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+
+	ig_call_act_as_owner(fcinfo, &save_userid, &save_sec_context);
+	foreach(lc, ig_keyed_workflows())
+		if (ig_acl_visible(save_userid, (const char *) lfirst(lc)))
+			visible = lappend(visible, pstrdup((const char *) lfirst(lc)));
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+
+	foreach(lc, visible)
+	{
+		const char *workflow = (const char *) lfirst(lc);
+		Datum		values[2];
+		bool		nulls[2] = {false, false};
+
+		values[0] = CStringGetTextDatum(workflow);
+		values[1] = ig_keyed_forms(workflow, DatumGetTextPP(key))->form[0];
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }
 
 /*

@@ -216,6 +216,22 @@ AS $$
 SELECT idem_gate_call.idem_key(CURRENT_USER::pg_catalog.regrole, workflow, key)
 $$;
 
+/*
+ * idem_key_forms(key): a key's stored form in each keyed workflow the
+ * caller may see.  The managed edition has no keyed workflow, so there is
+ * none: no row, whatever the key; a NULL key is refused as in C.
+ */
+CREATE FUNCTION @extschema@.idem_key_forms(key pg_catalog.text,
+	OUT workflow pg_catalog.text, OUT stored_key pg_catalog.text)
+RETURNS SETOF record
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	PERFORM idem_gate.m_check_name(key, 'key', true);
+END
+$$;
+
 /* The managed edition reads no secret file: no secret is in force. */
 CREATE FUNCTION idem_gate.secret_ids(OUT secret_id pg_catalog.text, OUT file_order pg_catalog.int4)
 RETURNS SETOF record
