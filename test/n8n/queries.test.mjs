@@ -589,16 +589,16 @@ inboxTest('the inbox\'s search, paging and bulk queries as the operator role: in
   eq(searchOf({ older_than: "1 hour'; DROP TABLE x; --" }).route, 'bad', 'a bad age is refused before any query');
   eq(searchOf({ after: 'bm90IGEgY3Vyc29y' }).route, 'bad', 'a cursor the page did not make');
   eq(searchOf({ limit: '501' }).route, 'bad', 'a page over 500');
-  // idem_key is not the operator role's (docs/n8n.md): Key forms fails, and the page searches the key as typed
+  // idem_key_forms is not the operator role's (docs/n8n.md): Key forms fails, and the page searches the key as typed
   let noKeyForms = null;
   try {
     await run('Key forms', { key: keys[3] });
   } catch (e) {
     noKeyForms = e;
   }
-  eq(noKeyForms?.code, '42501', 'Key forms without EXECUTE on idem_key');
+  eq(noKeyForms?.code, '42501', 'Key forms without EXECUTE on idem_key_forms');
   // in a keyed workflow (the C edition's secret file), a key over every workflow finds the claim by the
-  // person's value once the DBA grants EXECUTE on idem_key (Key forms, then the list), and not before
+  // person's value once the DBA grants EXECUTE on idem_key_forms (Key forms, then the list), and not before
   if ((await admin.one("SELECT count(*)::int AS n FROM pg_settings WHERE name = 'idem_gate.secret_file'")).n === 1) {
     const wf = `idem-ci-keyed-${process.pid}`;
     const value = `${K('ann')}@example.com`;
@@ -637,11 +637,11 @@ inboxTest('the inbox\'s search, paging and bulk queries as the operator role: in
         const [found] = await run('Read inbox', forms === undefined ? {} : { forms }, { 'Check search': searchOf({ key: value }) });
         return found.items.map((x) => [x.workflow, x.key]);
       };
-      eq(await search(), [], 'a keyed claim by the person\'s value, without EXECUTE on idem_key');
-      await admin.none(`GRANT EXECUTE ON FUNCTION idem_key(text, text) TO ${OPS}`);
-      eq(await search(), [[wf, stored]], 'a keyed claim by the person\'s value, with EXECUTE on idem_key');
+      eq(await search(), [], 'a keyed claim by the person\'s value, without EXECUTE on idem_key_forms');
+      await admin.none(`GRANT EXECUTE ON FUNCTION idem_key_forms(text) TO ${OPS}`);
+      eq(await search(), [[wf, stored]], 'a keyed claim by the person\'s value, with EXECUTE on idem_key_forms');
     } finally {
-      await admin.none(`REVOKE EXECUTE ON FUNCTION idem_key(text, text) FROM ${OPS}`);
+      await admin.none(`REVOKE EXECUTE ON FUNCTION idem_key_forms(text) FROM ${OPS}`);
       await admin.none('DELETE FROM idem_gate.claims WHERE workflow = $1', [wf]);
       await admin.none('DELETE FROM idem_gate.policies WHERE workflow = $1', [wf]);
       await admin.none('ALTER SYSTEM RESET idem_gate.secret_file');

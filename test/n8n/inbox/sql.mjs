@@ -63,13 +63,13 @@ export const INBOX_SQL = {
     "            'oldest_s', floor(extract(epoch FROM now() - oldest))) ORDER BY workflow, reason), '[]'::jsonb) FROM g) AS groups,\n" +
     "  to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC' AS read_at;",
   // a key search over every workflow: the key as typed, and its stored form
-  // in each keyed workflow that has claims in the inbox (idem_key(), whose
-  // EXECUTE the DBA grants on request: without it this fails, and the page
-  // searches the key as typed only)
+  // in each keyed workflow the role may see (idem_key_forms(), idem_gate
+  // 1.3, which reads the policies, not the inbox; the DBA grants its
+  // EXECUTE on request: without it this fails, and the page searches the
+  // key as typed only)
   keyForms:
     "SELECT coalesce(jsonb_agg(DISTINCT f), '[]'::jsonb) AS forms\n" +
-    'FROM (SELECT $1::text AS f\n' +
-    '      UNION SELECT idem_key(w, $1::text) FROM unnest(ARRAY(SELECT DISTINCT workflow FROM idem_gate.inbox)) AS w) AS x;',
+    'FROM (SELECT $1::text AS f UNION SELECT stored_key FROM idem_key_forms($1::text)) AS x;',
   // the keys a bulk decision takes: the current filter's (one workflow,
   // oldest first, at most 1001: one more than a submit takes, to say so),
   // or the ones selected ($8, a JSON array), as they are

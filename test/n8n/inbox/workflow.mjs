@@ -57,7 +57,7 @@ export function inboxWorkflow() {
     pgNode('Read item', [1120, 40], INBOX_SQL.item, '[ $json.key, $json.workflow ]', { onError: 'continueErrorOutput' }),
     code('Render item', [1360, 40], HELPERS + RENDER_ITEM),
     // a key search over every workflow: its stored forms in keyed workflows
-    // (idem_key); without EXECUTE on it, the key as typed only
+    // (idem_key_forms); without EXECUTE on it, the key as typed only
     pgNode('Key forms', [1120, 200], INBOX_SQL.keyForms, '[ $json.key ]', { onError: 'continueErrorOutput' }),
     pgNode('Read inbox', [1360, 320], INBOX_SQL.list,
       `[ ${C}.workflow, ${C}.reason, Array.isArray($json.forms) ? JSON.stringify($json.forms) : ${C}.keys_json, ${C}.prefix, ${C}.prefix_end, ` +
