@@ -2882,6 +2882,25 @@ $$;
 GRANT EXECUTE ON FUNCTION idem_gate_call.idem_key(pg_catalog.regrole, pg_catalog.text, pg_catalog.text) TO PUBLIC;
 
 /*
+ * idem_key_forms(key): a key's stored form in each keyed workflow the
+ * caller may see.  The managed edition has no keyed workflow, so there is
+ * none: no row, whatever the key.  The body checks the key as C does (a
+ * NULL, empty or too long key is refused), as the owner of the checks.
+ */
+CREATE FUNCTION idem_gate_call.idem_key_forms(key pg_catalog.text,
+	OUT workflow pg_catalog.text, OUT stored_key pg_catalog.text)
+	RETURNS SETOF record
+	LANGUAGE plpgsql STABLE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	PERFORM idem_gate.m_check_name(key, 'key', true);
+END
+$$;
+
+GRANT EXECUTE ON FUNCTION idem_gate_call.idem_key_forms(pg_catalog.text) TO PUBLIC;
+
+/*
  * idem_gate managed edition: idem_gate.janitor_run(), the janitor's pass
  * (the C edition's src/janitor.c and src/janitor_sql.c), run by whatever
  * schedules it: a pg_cron job or an n8n Schedule workflow.  There is no
@@ -5173,20 +5192,13 @@ COMMENT ON FUNCTION idem_gate.bulk_args(text[], text, text) IS 'the arguments of
 
 GRANT EXECUTE ON FUNCTION idem_gate.bulk_args(text[], text, text) TO PUBLIC;
 
-/*
- * idem_key_forms(key): a key's stored form in each keyed workflow the
- * caller may see.  The managed edition has no keyed workflow, so there is
- * none: no row, whatever the key; a NULL key is refused as in C.
- */
 CREATE FUNCTION @extschema@.idem_key_forms(key pg_catalog.text,
 	OUT workflow pg_catalog.text, OUT stored_key pg_catalog.text)
 RETURNS SETOF record
-LANGUAGE plpgsql STABLE
+LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-BEGIN
-	PERFORM idem_gate.m_check_name(key, 'key', true);
-END
+SELECT f.workflow, f.stored_key FROM idem_gate_call.idem_key_forms(key) AS f
 $$;
 
 COMMENT ON FUNCTION @extschema@.idem_key_forms(text) IS 'the form the gate stores a key in, in each keyed workflow the caller may see: for a search over every workflow';

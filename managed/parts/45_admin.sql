@@ -219,17 +219,28 @@ $$;
 /*
  * idem_key_forms(key): a key's stored form in each keyed workflow the
  * caller may see.  The managed edition has no keyed workflow, so there is
- * none: no row, whatever the key; a NULL key is refused as in C.
+ * none: no row, whatever the key.  The body checks the key as C does (a
+ * NULL, empty or too long key is refused), as the owner of the checks.
  */
-CREATE FUNCTION @extschema@.idem_key_forms(key pg_catalog.text,
+CREATE FUNCTION idem_gate_call.idem_key_forms(key pg_catalog.text,
 	OUT workflow pg_catalog.text, OUT stored_key pg_catalog.text)
-RETURNS SETOF record
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
+	RETURNS SETOF record
+	LANGUAGE plpgsql STABLE SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
 BEGIN
 	PERFORM idem_gate.m_check_name(key, 'key', true);
 END
+$$;
+GRANT EXECUTE ON FUNCTION idem_gate_call.idem_key_forms(pg_catalog.text) TO PUBLIC;
+
+CREATE FUNCTION @extschema@.idem_key_forms(key pg_catalog.text,
+	OUT workflow pg_catalog.text, OUT stored_key pg_catalog.text)
+RETURNS SETOF record
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT f.workflow, f.stored_key FROM idem_gate_call.idem_key_forms(key) AS f
 $$;
 
 /* The managed edition reads no secret file: no secret is in force. */
