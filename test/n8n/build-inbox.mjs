@@ -1,5 +1,5 @@
-// The operator's side of the examples: the inbox page (examples/n8n/inbox.json),
-// the alerts (examples/n8n/alerts.json) and their credentials
+// The operator's side of the examples: the inbox page (examples/n8n/inbox.json,
+// and inbox-actions.json for its decisions), the alerts (examples/n8n/alerts.json) and their credentials
 // (examples/n8n/credentials.inbox.json).  build-examples.mjs writes them with
 // the gates, from the descriptions below; the committed JSON files are the
 // product.
@@ -25,11 +25,11 @@
 // expressions), page-helpers.mjs (the code every Render node starts with, and
 // the filters' check), page-list.mjs (the list and a claim), page-actions.mjs
 // (the decisions, single and bulk), workflow.mjs (the nodes and connections).
-// This file keeps the alerts and writes the three files.
+// This file keeps the alerts and writes the four files.
 import { INBOX_PG_CREDENTIAL, INBOX_PROXY_CREDENTIAL, PROXY_SECRET_HEADER, N8N_ADDRESS, CHAT_URL, DIGEST_MINUTES, INBOX_IDS, INBOX_PATH } from './inbox/constants.mjs';
 import { setCounter, uid, pgNode, code, setNode, ifNode, sticky } from './inbox/nodes.mjs';
 import { INBOX_SQL } from './inbox/sql.mjs';
-import { inboxWorkflow } from './inbox/workflow.mjs';
+import { inboxWorkflow, inboxActionsWorkflow } from './inbox/workflow.mjs';
 
 export * from './inbox/constants.mjs';
 export { INBOX_SQL };
@@ -178,6 +178,7 @@ function alertsWorkflow() {
 export function buildInbox() {
   return {
     'inbox.json': inboxWorkflow(),
+    'inbox-actions.json': inboxActionsWorkflow(),
     'alerts.json': alertsWorkflow(),
     'credentials.inbox.json': [
       {

@@ -180,7 +180,7 @@ async function setupInbox(ex, dir) {
   pgc.data.password = env.E2E_INBOX_ROLE_PASSWORD;
   web.data.value = PROXY_SECRET;
   writeFileSync(join(ex, 'credentials.inbox.json'), JSON.stringify(creds, null, 2) + '\n');
-  writeFileSync(join(ex, 'inbox.json'), readFileSync(join(ROOT, 'examples/n8n/inbox.json'), 'utf8'));
+  for (const f of ['inbox.json', 'inbox-actions.json']) writeFileSync(join(ex, f), readFileSync(join(ROOT, 'examples/n8n', f), 'utf8'));
   writeFileSync(join(ex, 'alerts.json'),
     fill(readFileSync(join(ROOT, 'examples/n8n/alerts.json'), 'utf8'), `"minutesInterval": ${DIGEST_MINUTES}`, '"minutesInterval": 1', 'alerts.json'));
   await runDocBlock('inbox-url', dir, { N8N_URL: BASE });
@@ -188,7 +188,7 @@ async function setupInbox(ex, dir) {
   // the alerts' links are what the operators' browsers open: the proxy
   await runDocBlock('alerts-urls', dir, { N8N_URL: BASE, N8N_PUBLIC_URL: PROXY_BASE, CHAT_WEBHOOK_URL: CHAT_SINK_URL });
   await runDocBlock('alerts-import', dir);
-  const inbox = readFileSync(join(ex, 'inbox.json'), 'utf8');
+  const inbox = readFileSync(join(ex, 'inbox.json'), 'utf8') + readFileSync(join(ex, 'inbox-actions.json'), 'utf8');
   const alerts = readFileSync(join(ex, 'alerts.json'), 'utf8');
   if (inbox.includes(N8N_ADDRESS) || alerts.includes(N8N_ADDRESS) || alerts.includes(CHAT_URL) || !alerts.includes(CHAT_SINK_URL) || !alerts.includes(PROXY_BASE))
     throw new Error('docs/n8n.md run:inbox-url / run:alerts-urls did not set the addresses');

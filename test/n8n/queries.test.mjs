@@ -51,7 +51,7 @@ let n8n = pgp({ ...base, user: ROLE, password: env.IDEM_N8N_PASSWORD, max: 4 });
 
 // ---- the workflows' Postgres nodes ----
 const workflows = Object.fromEntries(
-  ['webhook-gate', 'webhook-gate-fields', 'error-workflow', 'inbox', 'alerts'].map((f) => [
+  ['webhook-gate', 'webhook-gate-fields', 'error-workflow', 'inbox', 'inbox-actions', 'alerts'].map((f) => [
     f,
     JSON.parse(readFileSync(join(EX, `${f}.json`), 'utf8')),
   ]),
@@ -440,11 +440,11 @@ inboxTest('the inbox\'s queries as the operator role: only its workflows, no tok
   }
   eq(denied?.code, '42501', 'another workflow\'s item');
   const a = { key: K('inbox'), workflow: 'orders', receipt: JSON.stringify({ effect_id: 'fx_ops' }), reason: 'downstream has fx_ops', actor: 'alice' };
-  const [[r1]] = await run('inbox', 'Resolve completed', a);
+  const [[r1]] = await run('inbox-actions', 'Resolve completed', a);
   eq(r1.state, 'completed', 'resolve');
   let again = null;
   try {
-    await run('inbox', 'Resolve retry', { ...a, actor: 'bob' });
+    await run('inbox-actions', 'Resolve retry', { ...a, actor: 'bob' });
   } catch (e) {
     again = e;
   }
@@ -458,18 +458,18 @@ inboxTest('the inbox\'s queries as the operator role: only its workflows, no tok
   // replay: refused for a completed claim (nothing recorded), naming who decided it
   let noReplay = null;
   try {
-    await run('inbox', 'Record replay', a);
+    await run('inbox-actions', 'Record replay', a);
   } catch (e) {
     noReplay = e;
   }
   assert(noReplay?.code === '55000' && /cannot replay/.test(noReplay.message) && /by alice/.test(noReplay.detail ?? ''), `replay of a completed claim: ${noReplay?.code} ${noReplay?.message}`);
-  const [[rel]] = await run('inbox', 'Release', a);
-  const [[rel2]] = await run('inbox', 'Release', a);
+  const [[rel]] = await run('inbox-actions', 'Release', a);
+  const [[rel2]] = await run('inbox-actions', 'Release', a);
   eq([rel.released, rel2.released], [true, false], 'release, twice');
   // a replay: recorded with the person and reason, the stored payload answered
   const rb = { id: K('replay'), amount: 3 };
   await admin.one("SELECT idem_fail($1, 'orders', c.token, 'refused', true) FROM idem_claim_ex($1, 'orders', NULL, NULL, 'exec-r', $2::jsonb) c", [K('replay'), JSON.stringify(rb)]);
-  const [[rp]] = await run('inbox', 'Record replay', { key: K('replay'), workflow: 'orders', reason: 'the sender gave up', actor: 'carol' });
+  const [[rp]] = await run('inbox-actions', 'Record replay', { key: K('replay'), workflow: 'orders', reason: 'the sender gave up', actor: 'carol' });
   eq(rp.payload, rb, 'the replay\'s payload');
   const [[hr]] = await run('inbox', 'Read item', { key: K('replay'), workflow: 'orders' });
   eq(hr.history.map((x) => [x.action, x.actor, x.state_before, x.state_after, x.reason]),
@@ -552,7 +552,7 @@ inboxTest('the inbox\'s search, paging and bulk queries as the operator role: in
   if ((await admin.one("SELECT count(*)::int AS n FROM pg_proc WHERE proname = 'idem_resolve_many'")).n === 0) return console.log('# skipped (idem_gate before 1.3)');
   const db = await opsRole();
   const run = async (name, json, nodes = {}) => {
-    const n = workflows.inbox.nodes.find((x) => x.name === name);
+    const n = [...workflows.inbox.nodes, ...workflows['inbox-actions'].nodes].find((x) => x.name === name);
     const values = evaluate(n.parameters.options.queryReplacement, { json, nodes });
     return (await db.multi(pgp.helpers.concat([{ query: n.parameters.query, values, options: { partial: true } }])))[0];
   };

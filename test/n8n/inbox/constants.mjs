@@ -1,7 +1,7 @@
 // The inbox's names and placeholders, shared by its generator modules
 // (build-inbox.mjs re-exports them for drills.mjs and build-examples.mjs).
 
-export const INBOX_IDS = { inbox: 'idemGateInbox001', alerts: 'idemGateAlerts01' };
+export const INBOX_IDS = { inbox: 'idemGateInbox001', actions: 'idemGateInboxAct', alerts: 'idemGateAlerts01' };
 export const INBOX_PG_CREDENTIAL = { id: 'idemGateInboxPg1', name: 'idem_gate inbox Postgres' };
 export const INBOX_PROXY_CREDENTIAL = { id: 'idemGateInboxPxy', name: 'idem_gate inbox proxy' };
 // the headers the proxy sets: the shared secret, and the signed-in person

@@ -1,4 +1,8 @@
-// The inbox page's workflow (examples/n8n/inbox.json).
+// The inbox page's two workflows: the page (examples/n8n/inbox.json, GET)
+// and its decisions (examples/n8n/inbox-actions.json, POST to the same
+// path).  Two workflows, not one: n8n loads and prepares a webhook's whole
+// workflow for every request, and the page answered 15 to 24 ms sooner
+// without the decisions' nodes beside it (bench/README.md).
 import { INBOX_IDS, INBOX_PG_CREDENTIAL, INBOX_PROXY_CREDENTIAL, INBOX_PATH, PROXY_USER_HEADER, PROXY_SECRET_HEADER, GATE_URLS, N8N_ADDRESS } from './constants.mjs';
 import { setCounter, uid, pgNode, code, setNode, ifNode, sticky, inboxWebhook, ACTOR, CSRF, FORM_OK, BULK_NEXT, BULK_OK } from './nodes.mjs';
 import { INBOX_SQL } from './sql.mjs';
@@ -35,6 +39,32 @@ const switchNode = (name, position, outputs, value, fallback) => ({
 const C = "$('Check search').first().json";
 const A = "$('Check action').first().json";
 
+// The respond node both workflows end with: the HTML the Render node made,
+// with its status and headers
+const respondNode = (position) => ({
+  parameters: {
+    respondWith: 'text',
+    responseBody: '={{ $json.html }}',
+    options: {
+      responseCode: '={{ $json.status }}',
+      responseHeaders: {
+        entries: [
+          { name: 'Content-Type', value: 'text/html; charset=utf-8' },
+          { name: 'Cache-Control', value: 'no-store' },
+          { name: 'Referrer-Policy', value: 'no-referrer' },
+          { name: 'X-Content-Type-Options', value: 'nosniff' },
+        ],
+      },
+    },
+  },
+  id: uid('0000rs10'),
+  name: 'Respond with the page',
+  type: 'n8n-nodes-base.respondToWebhook',
+  typeVersion: 1.5,
+  position,
+});
+
+// GET: the list, a search, one claim
 export function inboxWorkflow() {
   setCounter(400);
   const nodes = [
@@ -65,6 +95,55 @@ export function inboxWorkflow() {
       { onError: 'continueErrorOutput' }),
     code('Render list', [1600, 320], HELPERS + RENDER_LIST),
 
+    respondNode([2040, 400]),
+    sticky('Note: inbox', [-40, -160], 900, 300,
+      '## idem_gate: the inbox\n' +
+        '`GET /webhook/' + INBOX_PATH + '` lists the claims that need a person (`idem_gate.inbox`), `?workflow=…&key=…` shows one: ' +
+        'payload, last_error, receipt, history. Decisions are HTML forms (POST, a reason required) that the workflow ' +
+        '*idem_gate: inbox actions* answers, recorded with the signed-in person (the proxy\'s `' + PROXY_USER_HEADER + '`) as `actor`.\n\n' +
+        '- The webhook: **Header Auth** (credential *' + INBOX_PROXY_CREDENTIAL.name + '*): the proxy\'s secret `' + PROXY_SECRET_HEADER + '`; ' +
+        'n8n answers 403 without it\n' +
+        '- Postgres: the operator role (credential *' + INBOX_PG_CREDENTIAL.name + '*), which sees only its granted workflows\n' +
+        '- **n8n links**: where the operators\' browsers reach n8n\'s editor, for the links to executions', 5),
+  ];
+  const to = (node, index = 0) => ({ node, type: 'main', index });
+  const connections = {
+    'Page request': { main: [[to('Read page request')]] },
+    'Read page request': { main: [[to('n8n links')]] },
+    'n8n links': { main: [[to('Check search')]] },
+    'Check search': { main: [[to('Route page')]] },
+    'Route page': { main: [[to('Read item')], [to('Key forms')], [to('Read inbox')], [to('Render list')]] },
+    'Key forms': { main: [[to('Read inbox')], [to('Read inbox')]] },
+    'Read item': { main: [[to('Render item')], [to('Render item')]] },
+    'Render item': { main: [[to('Respond with the page')]] },
+    'Read inbox': { main: [[to('Render list')], [to('Render list')]] },
+    'Render list': { main: [[to('Respond with the page')]] },
+  };
+  return {
+    id: INBOX_IDS.inbox,
+    name: 'idem_gate: inbox',
+    nodes,
+    connections,
+    active: false,
+    // the Webhook nodes' output holds the operator's Authorization header and
+    // the claims' payloads: n8n keeps no execution data of this workflow
+    settings: {
+      executionOrder: 'v1',
+      saveDataErrorExecution: 'none',
+      saveDataSuccessExecution: 'none',
+      saveManualExecutions: false,
+      saveExecutionProgress: false,
+    },
+    pinData: {},
+    tags: [],
+  };
+}
+
+
+// POST: the decisions the page's forms send, single and bulk, and replay
+export function inboxActionsWorkflow() {
+  setCounter(500);
+  const nodes = [
     inboxWebhook('Action request', 'POST', [0, 700], 'a3c0ffee-0000-4000-8000-0000000000b2'),
     setNode('Read action', [220, 700], [
       ['actor', ACTOR],
@@ -98,7 +177,7 @@ export function inboxWorkflow() {
     setNode('Gate URLs', [900, 960], [
       // the gate's webhook for each workflow (scope) the inbox may replay to
       ['gate_url', `={{ (${JSON.stringify(GATE_URLS).replace(/"/g, "'")})[$('Check action').first().json.workflow] ?? '' }}`],
-      ['problem', `={{ (${JSON.stringify(GATE_URLS).replace(/"/g, "'")})[$('Check action').first().json.workflow] ? '' : 'No gate URL is set for workflow ' + $('Check action').first().json.workflow + ': add it to the node Gate URLs of idem_gate: inbox.' }}`],
+      ['problem', `={{ (${JSON.stringify(GATE_URLS).replace(/"/g, "'")})[$('Check action').first().json.workflow] ? '' : 'No gate URL is set for workflow ' + $('Check action').first().json.workflow + ': add it to the node Gate URLs of idem_gate: inbox actions.' }}`],
     ], true),
     ifNode('Gate URL set?', [1120, 960], "$json.gate_url !== ''"),
     // the replay's own record (who, why) and the payload to send; a claim
@@ -132,50 +211,17 @@ export function inboxWorkflow() {
     pgNode('Release many', [900, 1480], INBOX_SQL.releaseMany, '[ $json.keys, $json.workflow, $json.decision, $json.reason, $json.actor, $json.issued ]',
       { onError: 'continueErrorOutput' }),
     code('Render bulk', [1800, 1240], HELPERS + RENDER_BULK),
-    {
-      parameters: {
-        respondWith: 'text',
-        responseBody: '={{ $json.html }}',
-        options: {
-          responseCode: '={{ $json.status }}',
-          responseHeaders: {
-            entries: [
-              { name: 'Content-Type', value: 'text/html; charset=utf-8' },
-              { name: 'Cache-Control', value: 'no-store' },
-              { name: 'Referrer-Policy', value: 'no-referrer' },
-              { name: 'X-Content-Type-Options', value: 'nosniff' },
-            ],
-          },
-        },
-      },
-      id: uid('0000rs10'),
-      name: 'Respond with the page',
-      type: 'n8n-nodes-base.respondToWebhook',
-      typeVersion: 1.5,
-      position: [2040, 400],
-    },
-    sticky('Note: inbox', [-40, -160], 900, 300,
-      '## idem_gate: the inbox\n' +
-        '`GET /webhook/' + INBOX_PATH + '` lists the claims that need a person (`idem_gate.inbox`), `?workflow=…&key=…` shows one: ' +
-        'payload, last_error, receipt, history. Decisions are HTML forms (POST, a reason required), recorded with the ' +
-        'signed-in person (the proxy\'s `' + PROXY_USER_HEADER + '`) as `actor`.\n\n' +
-        '- Both webhooks: **Header Auth** (credential *' + INBOX_PROXY_CREDENTIAL.name + '*): the proxy\'s secret `' + PROXY_SECRET_HEADER + '`; ' +
-        'n8n answers 403 without it\n' +
-        '- Postgres: the operator role (credential *' + INBOX_PG_CREDENTIAL.name + '*), which sees only its granted workflows\n' +
+    respondNode([2040, 700]),
+    sticky('Note: inbox actions', [-40, 460], 900, 220,
+      '## idem_gate: the inbox\'s decisions\n' +
+        '`POST /webhook/' + INBOX_PATH + '`: the forms of the page (workflow *idem_gate: inbox*, `GET` on the same path). ' +
+        'Each decision needs a reason and is recorded with the signed-in person (the proxy\'s `' + PROXY_USER_HEADER + '`) as `actor`.\n\n' +
+        '- The webhook: **Header Auth** (credential *' + INBOX_PROXY_CREDENTIAL.name + '*), as the page\'s\n' +
+        '- Postgres: the operator role (credential *' + INBOX_PG_CREDENTIAL.name + '*)\n' +
         '- **Gate URLs**: the gate\'s webhook per workflow, for *Replay*', 5),
   ];
   const to = (node, index = 0) => ({ node, type: 'main', index });
   const connections = {
-    'Page request': { main: [[to('Read page request')]] },
-    'Read page request': { main: [[to('n8n links')]] },
-    'n8n links': { main: [[to('Check search')]] },
-    'Check search': { main: [[to('Route page')]] },
-    'Route page': { main: [[to('Read item')], [to('Key forms')], [to('Read inbox')], [to('Render list')]] },
-    'Key forms': { main: [[to('Read inbox')], [to('Read inbox')]] },
-    'Read item': { main: [[to('Render item')], [to('Render item')]] },
-    'Render item': { main: [[to('Respond with the page')]] },
-    'Read inbox': { main: [[to('Render list')], [to('Render list')]] },
-    'Render list': { main: [[to('Respond with the page')]] },
     'Action request': { main: [[to('Read action')]] },
     'Read action': { main: [[to('Check action')]] },
     'Check action': { main: [[to('Route by action')]] },
@@ -197,8 +243,8 @@ export function inboxWorkflow() {
     'Render bulk': { main: [[to('Respond with the page')]] },
   };
   return {
-    id: INBOX_IDS.inbox,
-    name: 'idem_gate: inbox',
+    id: INBOX_IDS.actions,
+    name: 'idem_gate: inbox actions',
     nodes,
     connections,
     active: false,
