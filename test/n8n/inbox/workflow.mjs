@@ -64,6 +64,28 @@ const respondNode = (position) => ({
   position,
 });
 
+// a connection to a node's input
+const to = (node, index = 0) => ({ node, type: 'main', index });
+
+// Both workflows: the Webhook node's output holds the operator's headers and
+// the claims' payloads, so n8n keeps no execution data of either
+const workflowOf = (id, name, nodes, connections) => ({
+  id,
+  name,
+  nodes,
+  connections,
+  active: false,
+  settings: {
+    executionOrder: 'v1',
+    saveDataErrorExecution: 'none',
+    saveDataSuccessExecution: 'none',
+    saveManualExecutions: false,
+    saveExecutionProgress: false,
+  },
+  pinData: {},
+  tags: [],
+});
+
 // GET: the list, a search, one claim
 export function inboxWorkflow() {
   setCounter(400);
@@ -106,7 +128,6 @@ export function inboxWorkflow() {
         '- Postgres: the operator role (credential *' + INBOX_PG_CREDENTIAL.name + '*), which sees only its granted workflows\n' +
         '- **n8n links**: where the operators\' browsers reach n8n\'s editor, for the links to executions', 5),
   ];
-  const to = (node, index = 0) => ({ node, type: 'main', index });
   const connections = {
     'Page request': { main: [[to('Read page request')]] },
     'Read page request': { main: [[to('n8n links')]] },
@@ -119,26 +140,8 @@ export function inboxWorkflow() {
     'Read inbox': { main: [[to('Render list')], [to('Render list')]] },
     'Render list': { main: [[to('Respond with the page')]] },
   };
-  return {
-    id: INBOX_IDS.inbox,
-    name: 'idem_gate: inbox',
-    nodes,
-    connections,
-    active: false,
-    // the Webhook nodes' output holds the operator's Authorization header and
-    // the claims' payloads: n8n keeps no execution data of this workflow
-    settings: {
-      executionOrder: 'v1',
-      saveDataErrorExecution: 'none',
-      saveDataSuccessExecution: 'none',
-      saveManualExecutions: false,
-      saveExecutionProgress: false,
-    },
-    pinData: {},
-    tags: [],
-  };
+  return workflowOf(INBOX_IDS.inbox, 'idem_gate: inbox', nodes, connections);
 }
-
 
 // POST: the decisions the page's forms send, single and bulk, and replay
 export function inboxActionsWorkflow() {
@@ -220,7 +223,6 @@ export function inboxActionsWorkflow() {
         '- Postgres: the operator role (credential *' + INBOX_PG_CREDENTIAL.name + '*)\n' +
         '- **Gate URLs**: the gate\'s webhook per workflow, for *Replay*', 5),
   ];
-  const to = (node, index = 0) => ({ node, type: 'main', index });
   const connections = {
     'Action request': { main: [[to('Read action')]] },
     'Read action': { main: [[to('Check action')]] },
@@ -242,23 +244,6 @@ export function inboxActionsWorkflow() {
     'Release many': { main: [[to('Render bulk')], [to('Render bulk')]] },
     'Render bulk': { main: [[to('Respond with the page')]] },
   };
-  return {
-    id: INBOX_IDS.actions,
-    name: 'idem_gate: inbox actions',
-    nodes,
-    connections,
-    active: false,
-    // the Webhook nodes' output holds the operator's Authorization header and
-    // the claims' payloads: n8n keeps no execution data of this workflow
-    settings: {
-      executionOrder: 'v1',
-      saveDataErrorExecution: 'none',
-      saveDataSuccessExecution: 'none',
-      saveManualExecutions: false,
-      saveExecutionProgress: false,
-    },
-    pinData: {},
-    tags: [],
-  };
+  return workflowOf(INBOX_IDS.actions, 'idem_gate: inbox actions', nodes, connections);
 }
 
