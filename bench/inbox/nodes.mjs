@@ -11,9 +11,8 @@
 //       ROWS_JSON: the executions, oldest first, as [{data, startedAt,
 //       stoppedAt}] (execution_data joined to execution_entity); the first
 //       SKIP are warm-up; FLATTED_DIR: n8n's own copy of the flatted
-//       module, the format n8n stores execution data in.  Read from
-//       n8n's SQLite database: n8n 2.8 keeps the data there; 2.41 keeps it
-//       in its blob store, where this does not read yet
+//       module, the format n8n stores execution data in (n8n's SQLite
+//       database, on 2.8 and 2.41 alike)
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
