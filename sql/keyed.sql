@@ -274,6 +274,8 @@ GRANT EXECUTE ON FUNCTION idem_key_forms(text) TO regress_k_ops;
 SET ROLE regress_k_ops;
 SELECT workflow, stored_key = idem_key(workflow, 'x') AS as_idem_key FROM idem_key_forms('x');
 SELECT k_try($$SELECT * FROM idem_key_forms(NULL)$$);
+SELECT k_try($$SELECT * FROM idem_key_forms('')$$);
+SELECT k_try($$SELECT * FROM idem_key_forms(repeat('é', 300))$$);
 RESET ROLE;
 SELECT workflow, stored_key = idem_key(workflow, 'x') AS as_idem_key, stored_key LIKE 's2:%' AS current_secret
   FROM idem_key_forms('x') WHERE workflow LIKE 'k\_%' ORDER BY workflow;
