@@ -294,8 +294,6 @@ SELECT regexp_replace(k_try($$SELECT * FROM idem_key_forms('x')$$), '"k_[a-z]+"'
 DELETE FROM idem_gate.claims WHERE workflow LIKE 'k\_%';
 DELETE FROM idem_gate.policies WHERE workflow LIKE 'k\_%';
 SELECT count(*) AS no_keyed_workflow_no_form FROM idem_key_forms('x');
-DELETE FROM idem_gate.claims WHERE workflow LIKE 'k\_%';
-DELETE FROM idem_gate.policies WHERE workflow LIKE 'k\_%';
 DROP FUNCTION k_script(text);
 DROP FUNCTION k_norm(text);
 DROP FUNCTION k_secrets(text[]);
