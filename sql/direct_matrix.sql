@@ -135,6 +135,25 @@ SELECT execution_id, count(*) FROM idem_gate.claims
  WHERE execution_id IN ('run-1', 'run-4') GROUP BY 1 ORDER BY 1;
 ROLLBACK;
 
+-- indexes the direct writes do not maintain as an INSERT would: an
+-- expression (even PostgreSQL's own function), a deferred unique check, an
+-- exclusion; each sends the writes through SQL (fallbacks above 0)
+BEGIN;
+DELETE FROM idem_gate.claims;
+CREATE INDEX claims_by_lower_execution ON idem_gate.claims (lower(execution_id));
+SELECT * FROM matrix_compare('an expression index');
+ROLLBACK;
+BEGIN;
+DELETE FROM idem_gate.claims;
+ALTER TABLE idem_gate.claims ADD CONSTRAINT claims_token_deferred UNIQUE (token) DEFERRABLE INITIALLY DEFERRED;
+SELECT * FROM matrix_compare('a deferred unique constraint');
+ROLLBACK;
+BEGIN;
+DELETE FROM idem_gate.claims;
+ALTER TABLE idem_gate.claims ADD CONSTRAINT claims_token_excluded EXCLUDE USING btree (token WITH =);
+SELECT * FROM matrix_compare('an exclusion constraint');
+ROLLBACK;
+
 -- triggers: one that fires on the gate's writes needs SQL; a disabled
 -- one, or one on TRUNCATE only, does not
 CREATE FUNCTION matrix_touch() RETURNS trigger LANGUAGE plpgsql AS $$
