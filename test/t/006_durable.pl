@@ -200,6 +200,18 @@ waits_instead_of_answering($primary,
 	"SELECT outcome FROM idem_claim_ex('bulk-1', 'charge', NULL, NULL, 'runN')",
 	'a duplicate of its first key');
 
+# a session's slots are forgotten when its transaction ends, rolled back
+# too: a claim of the same key in the session's next transaction is
+# remembered again, and its duplicate waits (a slot left marked from the
+# rolled-back transaction would count it as remembered already)
+committed_locally_only($primary,
+	"BEGIN; SELECT count(*) FROM idem_claim_ex('rolled-1', 'charge'); ROLLBACK; "
+	  . "SELECT count(*) FROM idem_claim_ex('rolled-1', 'charge', '1 hour', NULL, 'runR') /* runR */",
+	'runR');
+waits_instead_of_answering($primary,
+	"SELECT outcome FROM idem_claim_ex('rolled-1', 'charge', NULL, NULL, 'runS')",
+	'a duplicate of a key claimed again after a rollback in the same session');
+
 # answers wait only when needed: the primary now holds WAL the standby
 # lacks, but a duplicate of a row the standby has answers at once
 ($ret, $stdout, $stderr) = $primary->psql('postgres',
