@@ -117,6 +117,13 @@ $node->safe_psql('postgres', q{
 	ALTER SYSTEM SET idem_gate.stuck_action = 'review';
 	SELECT pg_reload_conf();
 });
+# a claim is announced once per token: a pass that started before the
+# reload would alert it under 'alert', and no later pass would move it.
+# The claim comes once the setting is in force and a whole pass began
+# after it (two more passes end).
+$node->poll_query_until('postgres', "SELECT current_setting('idem_gate.stuck_action') = 'review'");
+my $passes = $node->safe_psql('postgres', 'SELECT janitor_passes FROM idem_gate.stats');
+$node->poll_query_until('postgres', "SELECT janitor_passes >= $passes + 2 FROM idem_gate.stats");
 $node->safe_psql('postgres', "SELECT make_claim('stuck_2', 'wf', 'processing', '1 hour')");
 ok($node->poll_query_until('postgres',
 	"SELECT state = 'needs_review' FROM idem_gate.claims WHERE key = 'stuck_2'"),
@@ -181,9 +188,37 @@ $node->safe_psql('postgres', q{
 	CREATE TRIGGER slow_delete BEFORE DELETE ON idem_gate.claims
 		FOR EACH ROW EXECUTE FUNCTION public.slow_delete();
 });
-$node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = 1; SELECT pg_reload_conf()});
+# (the log at DEBUG1 while this pass starts: see the priority below)
+my $debug_offset = -s $node->logfile;
+$node->safe_psql('postgres',
+	q{ALTER SYSTEM SET log_min_messages = debug1; ALTER SYSTEM SET idem_gate.naptime = 1; SELECT pg_reload_conf()});
 my $janitor = waiting_janitor($node);
 ok($janitor, 'a pass is held in its first batch');
+
+# a pass yields the CPU to the clients: its process runs at nice 10, and
+# lowering it reported no failure, even at DEBUG1 (a server already above
+# nice 10 keeps its own value: a process may not raise its priority, and
+# the janitor says so at DEBUG1)
+$node->safe_psql('postgres', 'ALTER SYSTEM RESET log_min_messages; SELECT pg_reload_conf()');
+sub nice_of
+{
+	my ($pid) = @_;
+	my @f = split ' ', (slurp_file("/proc/$pid/stat") =~ s/^.*\)\s//sr);
+	return $f[16];
+}
+my $server_nice = nice_of($node->{_pid});
+is(nice_of($janitor), $server_nice > 10 ? $server_nice : 10,
+	'the janitor runs at nice 10, below the server');
+if ($server_nice > 10)
+{
+	like(slurp_file($node->logfile, $debug_offset), qr/could not lower its priority: Permission denied/,
+		'raising it was refused, and said so at DEBUG1');
+}
+else
+{
+	unlike(slurp_file($node->logfile, $debug_offset), qr/could not lower its priority/,
+		'lowering it reported no failure');
+}
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($janitor)");
 my $next = waiting_janitor($node, $janitor);
 ok($next, 'pg_terminate_backend ends that pass; the next pass comes');
