@@ -222,7 +222,7 @@ plan_sql(StmtId id, bool v11, bool shard, int *nargs, Oid **argtypes)
 						" ORDER BY c.workflow LIMIT 1",
 						step_states[id]);
 	}
-	*nargs = 8;
+	*nargs = lengthof(batch_argtypes);
 	switch ((int) id)
 	{
 		case STMT_BATCH + IG_STEP_DELETE_COMPLETED:
@@ -252,14 +252,14 @@ plan_sql(StmtId id, bool v11, bool shard, int *nargs, Oid **argtypes)
 							" FROM ONLY idem_gate.policies p",
 							v11 ? "pg_catalog.date_part('epoch', p.receipt_retention)" : "NULL::float8");
 		case STMT_WATERMARK:
-			*nargs = 2;
+			*nargs = lengthof(watermark_types);
 			*argtypes = watermark_types;
 			return pstrdup("INSERT INTO idem_gate.janitor_watermarks AS w"
 						   " (workflow, receipts_cleared_until) VALUES ($1, $2)"
 						   " ON CONFLICT (workflow) DO UPDATE"
 						   " SET receipts_cleared_until = GREATEST(w.receipts_cleared_until, $2)");
 		case STMT_PRUNE_AUDIT:
-			*nargs = 2;
+			*nargs = lengthof(prune_types);
 			*argtypes = prune_types;
 			return pstrdup("WITH del AS (DELETE FROM ONLY idem_gate.audit a"
 						   " WHERE a.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
