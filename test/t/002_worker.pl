@@ -49,6 +49,14 @@ sub waiting_janitor
 	return 0;
 }
 
+# the nice value of a process (field 19 of /proc/PID/stat)
+sub nice_of
+{
+	my ($pid) = @_;
+	my @f = split ' ', (slurp_file("/proc/$pid/stat") =~ s/^.*\)\s//sr);
+	return $f[16];
+}
+
 sub wait_for_worker
 {
 	my ($node, $type, $not_pid) = @_;
@@ -200,12 +208,6 @@ ok($janitor, 'a pass is held in its first batch');
 # nice 10 keeps its own value: a process may not raise its priority, and
 # the janitor says so at DEBUG1)
 $node->safe_psql('postgres', 'ALTER SYSTEM RESET log_min_messages; SELECT pg_reload_conf()');
-sub nice_of
-{
-	my ($pid) = @_;
-	my @f = split ' ', (slurp_file("/proc/$pid/stat") =~ s/^.*\)\s//sr);
-	return $f[16];
-}
 my $server_nice = nice_of($node->{_pid});
 is(nice_of($janitor), $server_nice > 10 ? $server_nice : 10,
 	'the janitor runs at nice 10, below the server');
