@@ -224,10 +224,11 @@ REVOKE ALL ON FUNCTION idem_gate.m_setting_number(pg_catalog.text, pg_catalog.te
 /*
  * Check a key or workflow as ig_check_name() does: not null, not empty,
  * at most idem_gate.max_key_length characters and 1300 bytes, so that
- * both fit one index entry.  what names the argument in messages.
+ * both fit one index entry.  what names the argument in messages; secret
+ * keeps the value out of them (a key that may be a personal value).
  */
 CREATE FUNCTION idem_gate.m_check_name(v pg_catalog.text, what pg_catalog.text,
-									   is_key pg_catalog.bool)
+									   is_key pg_catalog.bool, secret pg_catalog.bool)
 	RETURNS void
 	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
@@ -256,13 +257,15 @@ BEGIN
 	IF bytes OPERATOR(pg_catalog.>) max_len THEN
 		chars := pg_catalog.char_length(v);
 		IF chars OPERATOR(pg_catalog.>) max_len THEN
-			RAISE EXCEPTION '% "%" is too long', what, idem_gate.m_display(v)
+			RAISE EXCEPTION '%', CASE WHEN secret THEN pg_catalog.format('%s is too long', what)
+									ELSE pg_catalog.format('%s "%s" is too long', what, idem_gate.m_display(v)) END
 				USING ERRCODE = '22023',
 					  DETAIL = pg_catalog.format('It has %s characters; idem_gate.max_key_length is %s.', chars, max_len),
 					  HINT = 'Derive a shorter key, for example with idem_hash(), or raise idem_gate.max_key_length.';
 		END IF;
 		IF bytes OPERATOR(pg_catalog.>) 1300 THEN
-			RAISE EXCEPTION '% "%" is too long', what, idem_gate.m_display(v)
+			RAISE EXCEPTION '%', CASE WHEN secret THEN pg_catalog.format('%s is too long', what)
+									ELSE pg_catalog.format('%s "%s" is too long', what, idem_gate.m_display(v)) END
 				USING ERRCODE = '22023',
 					  DETAIL = pg_catalog.format('It takes %s bytes; a key or workflow takes at most 1300 bytes, so that both fit in one index entry.', bytes),
 					  HINT = 'Derive a shorter key, for example with idem_hash().';
@@ -271,7 +274,7 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION idem_gate.m_check_name(pg_catalog.text, pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem_gate.m_check_name(pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool) FROM PUBLIC;
 
 /*
  * An interval argument as a duration of fixed length, in seconds: its
@@ -1104,8 +1107,8 @@ CREATE FUNCTION idem_gate.m_begin(caller pg_catalog.regrole, api pg_catalog.text
 DECLARE
 	role pg_catalog.oid := idem_gate.m_caller(caller, api);
 BEGIN
-	PERFORM idem_gate.m_check_name(key, 'key', true);
-	PERFORM idem_gate.m_check_name(workflow, 'workflow', false);
+	PERFORM idem_gate.m_check_name(key, 'key', true, false);
+	PERFORM idem_gate.m_check_name(workflow, 'workflow', false, false);
 	IF pg_catalog.split_part(api, '(', 1) OPERATOR(pg_catalog.=) ANY
 		(ARRAY['@extschema@.idem_claim', '@extschema@.idem_claim_ex']) THEN
 		/* a claim reads the catalog's refusals only where it writes */
@@ -1272,14 +1275,14 @@ BEGIN
 	/* every argument is checked, even when there is nothing to claim */
 	cutoff := idem_gate.m_cutoff(stale_interval, 'stale_interval');
 	PERFORM idem_gate.m_optional(execution_id, 'execution_id');
-	PERFORM idem_gate.m_check_name(workflow, 'workflow', false);
+	PERFORM idem_gate.m_check_name(workflow, 'workflow', false, false);
 	PERFORM idem_gate.m_acl_check(role, workflow);
 	IF n OPERATOR(pg_catalog.=) 0 THEN
 		RETURN;
 	END IF;
 	FOR i IN 1 .. n LOOP
 		PERFORM idem_gate.m_check_name(keys[pg_catalog.array_lower(keys, 1) OPERATOR(pg_catalog.+) i OPERATOR(pg_catalog.-) 1],
-									   pg_catalog.format('keys[%s]', i), true);
+									   pg_catalog.format('keys[%s]', i), true, false);
 		IF fingerprints IS NOT NULL
 		   AND fingerprints[pg_catalog.array_lower(fingerprints, 1) OPERATOR(pg_catalog.+) i OPERATOR(pg_catalog.-) 1] OPERATOR(pg_catalog.=) '' THEN
 			RAISE EXCEPTION 'fingerprints[%] must not be empty', i
@@ -2894,7 +2897,7 @@ CREATE FUNCTION idem_gate_call.idem_key_forms(key pg_catalog.text,
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 BEGIN
-	PERFORM idem_gate.m_check_name(key, 'key', true);
+	PERFORM idem_gate.m_check_name(key, 'key', true, true);
 END
 $$;
 

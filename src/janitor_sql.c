@@ -207,14 +207,14 @@ recheck(const char *column, bool shard)
 static char *
 plan_sql(StmtId id, bool v11, bool shard, int *nargs, Oid **argtypes)
 {
-	static Oid	text_type[2] = {TEXTOID, INT4OID};
+	static Oid	text_type[1] = {TEXTOID};
 	static Oid	prune_types[2] = {TIMESTAMPTZOID, INT4OID};
 	static Oid	watermark_types[2] = {TEXTOID, TIMESTAMPTZOID};
 
 	*argtypes = batch_argtypes;
 	if (id < STMT_BATCH)
 	{
-		*nargs = 1;
+		*nargs = lengthof(text_type);
 		*argtypes = text_type;
 		return psprintf("SELECT c.workflow FROM ONLY idem_gate.claims c"
 						" WHERE c.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"

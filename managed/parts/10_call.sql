@@ -108,10 +108,11 @@ REVOKE ALL ON FUNCTION idem_gate.m_setting_number(pg_catalog.text, pg_catalog.te
 /*
  * Check a key or workflow as ig_check_name() does: not null, not empty,
  * at most idem_gate.max_key_length characters and 1300 bytes, so that
- * both fit one index entry.  what names the argument in messages.
+ * both fit one index entry.  what names the argument in messages; secret
+ * keeps the value out of them (a key that may be a personal value).
  */
 CREATE FUNCTION idem_gate.m_check_name(v pg_catalog.text, what pg_catalog.text,
-									   is_key pg_catalog.bool)
+									   is_key pg_catalog.bool, secret pg_catalog.bool)
 	RETURNS void
 	LANGUAGE plpgsql STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp
@@ -140,13 +141,15 @@ BEGIN
 	IF bytes OPERATOR(pg_catalog.>) max_len THEN
 		chars := pg_catalog.char_length(v);
 		IF chars OPERATOR(pg_catalog.>) max_len THEN
-			RAISE EXCEPTION '% "%" is too long', what, idem_gate.m_display(v)
+			RAISE EXCEPTION '%', CASE WHEN secret THEN pg_catalog.format('%s is too long', what)
+									ELSE pg_catalog.format('%s "%s" is too long', what, idem_gate.m_display(v)) END
 				USING ERRCODE = '22023',
 					  DETAIL = pg_catalog.format('It has %s characters; idem_gate.max_key_length is %s.', chars, max_len),
 					  HINT = 'Derive a shorter key, for example with idem_hash(), or raise idem_gate.max_key_length.';
 		END IF;
 		IF bytes OPERATOR(pg_catalog.>) 1300 THEN
-			RAISE EXCEPTION '% "%" is too long', what, idem_gate.m_display(v)
+			RAISE EXCEPTION '%', CASE WHEN secret THEN pg_catalog.format('%s is too long', what)
+									ELSE pg_catalog.format('%s "%s" is too long', what, idem_gate.m_display(v)) END
 				USING ERRCODE = '22023',
 					  DETAIL = pg_catalog.format('It takes %s bytes; a key or workflow takes at most 1300 bytes, so that both fit in one index entry.', bytes),
 					  HINT = 'Derive a shorter key, for example with idem_hash().';
@@ -154,7 +157,7 @@ BEGIN
 	END IF;
 END
 $$;
-REVOKE ALL ON FUNCTION idem_gate.m_check_name(pg_catalog.text, pg_catalog.text, pg_catalog.bool) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idem_gate.m_check_name(pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool) FROM PUBLIC;
 
 /*
  * An interval argument as a duration of fixed length, in seconds: its

@@ -15,8 +15,8 @@ CREATE FUNCTION idem_gate.m_begin(caller pg_catalog.regrole, api pg_catalog.text
 DECLARE
 	role pg_catalog.oid := idem_gate.m_caller(caller, api);
 BEGIN
-	PERFORM idem_gate.m_check_name(key, 'key', true);
-	PERFORM idem_gate.m_check_name(workflow, 'workflow', false);
+	PERFORM idem_gate.m_check_name(key, 'key', true, false);
+	PERFORM idem_gate.m_check_name(workflow, 'workflow', false, false);
 	IF pg_catalog.split_part(api, '(', 1) OPERATOR(pg_catalog.=) ANY
 		(ARRAY['@extschema@.idem_claim', '@extschema@.idem_claim_ex']) THEN
 		/* a claim reads the catalog's refusals only where it writes */
@@ -216,14 +216,14 @@ BEGIN
 	/* every argument is checked, even when there is nothing to claim */
 	cutoff := idem_gate.m_cutoff(stale_interval, 'stale_interval');
 	PERFORM idem_gate.m_optional(execution_id, 'execution_id');
-	PERFORM idem_gate.m_check_name(workflow, 'workflow', false);
+	PERFORM idem_gate.m_check_name(workflow, 'workflow', false, false);
 	PERFORM idem_gate.m_acl_check(role, workflow);
 	IF n OPERATOR(pg_catalog.=) 0 THEN
 		RETURN;
 	END IF;
 	FOR i IN 1 .. n LOOP
 		PERFORM idem_gate.m_check_name(keys[pg_catalog.array_lower(keys, 1) OPERATOR(pg_catalog.+) i OPERATOR(pg_catalog.-) 1],
-									   pg_catalog.format('keys[%s]', i), true);
+									   pg_catalog.format('keys[%s]', i), true, false);
 		IF fingerprints IS NOT NULL
 		   AND fingerprints[pg_catalog.array_lower(fingerprints, 1) OPERATOR(pg_catalog.+) i OPERATOR(pg_catalog.-) 1] OPERATOR(pg_catalog.=) '' THEN
 			RAISE EXCEPTION 'fingerprints[%] must not be empty', i

@@ -229,7 +229,7 @@ CREATE FUNCTION idem_gate_call.idem_key_forms(key pg_catalog.text,
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 BEGIN
-	PERFORM idem_gate.m_check_name(key, 'key', true);
+	PERFORM idem_gate.m_check_name(key, 'key', true, true);
 END
 $$;
 GRANT EXECUTE ON FUNCTION idem_gate_call.idem_key_forms(pg_catalog.text) TO PUBLIC;

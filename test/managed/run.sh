@@ -184,6 +184,15 @@ owner_sql -d idem_nocron -c "DROP ROLE acl_gone" >/dev/null
 check "a restricted role dropped since changes nothing" "$(alice_claim a4 orders)" "new"
 owner_sql -d idem_nocron -c "SELECT idem_gate.set_workflow_acl('acl_team', false)" >/dev/null
 check "set_workflow_acl('acl_team', false) lifts it" "$(alice_claim a5 billing)" "new"
+# idem_key_forms() takes the personal value a keyed key is made from: as in
+# the C edition, a too-long one stays out of the message, which a claim's
+# key does not
+check "idem_key_forms() refuses a too-long key without quoting it" \
+	"$(err_msg -U idem_owner -d idem_nocron -c "SELECT * FROM idem_key_forms(repeat('p', 300))")" \
+	'key is too long'
+check "... where idem_claim() quotes it" \
+	"$(err_msg -U idem_owner -d idem_nocron -c "SELECT idem_claim(repeat('p', 300), 'orders')" | cut -c1-8)" \
+	'key "ppp'
 cron_version=$(su_sql -d idem_managed -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_cron'")
 case "$cron_version" in 1.[0-4]*) every='* * * * *' wait=75 ;; *) every='2 seconds' wait=20 ;; esac
 owner_sql -d idem_managed -c "INSERT INTO idem_gate.policies (workflow, stuck_after) VALUES ('cron_wf', '1 second')" \
