@@ -2869,7 +2869,10 @@ $$;
 
 GRANT EXECUTE ON FUNCTION idem_gate_call.acl_write(pg_catalog.regrole, pg_catalog.bool, pg_catalog.name, pg_catalog.text) TO PUBLIC;
 
-/* idem_key's body: with no keyed workflows, the stored form of a key is the key. */
+/*
+ * idem_key's body: with no keyed workflows, the stored form of a key is the
+ * key.  Its workflow comes first, as in C: so is it checked.
+ */
 CREATE FUNCTION idem_gate_call.idem_key(caller pg_catalog.regrole, workflow pg_catalog.text,
 										key pg_catalog.text)
 	RETURNS pg_catalog.text
@@ -2877,6 +2880,7 @@ CREATE FUNCTION idem_gate_call.idem_key(caller pg_catalog.regrole, workflow pg_c
 	SET search_path = pg_catalog, pg_temp
 	AS $$
 BEGIN
+	PERFORM idem_gate.m_check_name(workflow, 'workflow', false, false);
 	PERFORM idem_gate.m_begin(caller, '@extschema@.idem_key(text,text)', key, workflow);
 	RETURN key;
 END

@@ -10,7 +10,10 @@ role with per-workflow access on: the argument pools of test/fuzz/sql_fuzz.py
 (NULLs, empty and 100 kB strings, every Unicode plane, bad intervals, integer
 extremes, deep and malformed JSON, arrays with NULLs and duplicates) and, most
 of the time, arguments by name (a key, a workflow, a token an answer gave), so
-that the calls reach the states behind valid arguments.
+that the calls reach the states behind valid arguments.  Before the random
+calls, every run makes the same sweep of each function's arguments at the
+edges (NULL, empty, too long; all at once, then one at a time), so that the
+order of the argument checks is compared whatever the seed.
 
 A call passes when both editions answer the same: the same rows (times
 masked, since two writes are never at the same microsecond), or the same
@@ -212,6 +215,24 @@ def mask(v):
     return v
 
 
+def valid_arg(typ, name):
+    """A valid argument of a type and name, for the edge sweep's other
+    arguments: so that the one at an edge is the one the call is about."""
+    by_name = {'key': 'edge_key', 'keys': ['edge_key', 'edge_key_2'], 'workflow': 'fz_a',
+               'token': 1, 'numbers': 'safe', 'resolution': 'retry', 'decision': 'retry',
+               'reason': 'edge sweep', 'actor': 'edge sweep', 'error': 'edge sweep',
+               'run_id': 'run-1'}
+    if name in by_name:
+        return by_name[name]
+    by_type = {'text': 'edge', 'interval': '1 hour', 'jsonb': '{}', 'json': '{}',
+               'bigint': 1, 'integer': 1, 'boolean': False, 'text[]': ['edge'],
+               'bigint[]': [1], 'integer[]': [1], 'jsonb[]': ['{}'], 'double precision': 1.0,
+               'name': 'fz_client', 'regrole': 'fz_client', 'idem_gate.state': 'needs_review',
+               'idem_gate.outcome': 'new',
+               'timestamp with time zone': '2026-01-01 00:00:00+00'}
+    return by_type.get(typ)
+
+
 class Differ:
     def __init__(self, seed, functions):
         self.r = random.Random(seed)
@@ -242,9 +263,11 @@ class Differ:
                 raise SystemExit('%s: connection lost' % db)
             return (e.pgcode, (e.diag.message_primary or '').strip())
 
-    def call(self, fn):
-        who = 'su' if self.r.randrange(2) == 0 else 'client'
-        args = [self.fz.arg(t, n) for t, n in zip(fn['args'], fn['names'] + [''] * len(fn['args']))]
+    def call(self, fn, who=None, args=None):
+        if who is None:
+            who = 'su' if self.r.randrange(2) == 0 else 'client'
+        if args is None:
+            args = [self.fz.arg(t, n) for t, n in zip(fn['args'], fn['names'] + [''] * len(fn['args']))]
         params = ', '.join('%s::' + t for t in fn['args'])
         sql = 'SELECT * FROM %s.%s(%s)' % (fn['schema'], fn['name'], params)
         c = self.answer(DB_C, who, sql, args)
@@ -264,6 +287,25 @@ class Differ:
             self.diffs.append(key)
             print('DIFFERENT, as %s: %s %r\n  C:       %s\n  managed: %s' % (
                 who, key, shown, str(c)[:400], str(m)[:400]), flush=True)
+
+    def edges(self):
+        """Every function, as both roles, with its arguments at the edges
+        every argument check meets: all of them NULL, all text ones empty or
+        too long at once (which check comes first), then one at a time with
+        the others valid.  Each run makes these calls, whatever its seed."""
+        too_long = 'p' * 300
+        for fn in self.functions:
+            names = fn['names'] + [''] * len(fn['args'])
+            valid = [valid_arg(t, n) for t, n in zip(fn['args'], names)]
+            sweeps = [[None] * len(valid)]
+            for v in ('', too_long):
+                sweeps.append([v if t == 'text' else a for t, a in zip(fn['args'], valid)])
+            for i, t in enumerate(fn['args']):
+                for v in ([None, '', too_long] if t == 'text' else [None]):
+                    sweeps.append(valid[:i] + [v] + valid[i + 1:])
+            for who in ('su', 'client'):
+                for args in sweeps:
+                    self.call(fn, who, args)
 
     def run(self, seconds):
         end = time.time() + seconds
@@ -285,6 +327,8 @@ def main():
         print('CATALOG ' + line, flush=True)
     d = Differ(a.seed, functions)
     print('%d functions in both editions' % len(functions), flush=True)
+    d.edges()
+    print('%d calls at the edges' % d.calls, flush=True)
     d.run(a.seconds)
     for key in sorted(d.tally):
         print('  %-72s %s' % (key, ' '.join('%s=%d' % kv for kv in sorted(d.tally[key].items()))))
