@@ -2871,7 +2871,7 @@ GRANT EXECUTE ON FUNCTION idem_gate_call.acl_write(pg_catalog.regrole, pg_catalo
 
 /*
  * idem_key's body: with no keyed workflows, the stored form of a key is the
- * key.  Its workflow comes first, as in C: so is it checked.
+ * key.  The workflow, its first argument, is checked first, as in C.
  */
 CREATE FUNCTION idem_gate_call.idem_key(caller pg_catalog.regrole, workflow pg_catalog.text,
 										key pg_catalog.text)
