@@ -176,6 +176,40 @@ CREATE INDEX i_claims_atomic ON idem_gate.claims (public.i_atomic(key));
 SELECT outcome FROM idem_claim_ex('o_3', 'orders', NULL, NULL, 'run-3');
 DROP INDEX idem_gate.i_claims_atomic;
 DROP FUNCTION public.i_atomic(text);
+-- however deep the BEGIN ATOMIC bodies: a chain of 40, each calling the
+-- one before, the first calling such a function
+DO $$
+BEGIN
+	EXECUTE 'CREATE FUNCTION public.i_chain_1(k text) RETURNS text LANGUAGE sql IMMUTABLE
+		BEGIN ATOMIC SELECT public.i_key_prefix(k); END';
+	FOR i IN 2..40 LOOP
+		EXECUTE format('CREATE FUNCTION public.i_chain_%s(k text) RETURNS text LANGUAGE sql IMMUTABLE
+			BEGIN ATOMIC SELECT public.i_chain_%s(k); END', i, i - 1);
+	END LOOP;
+END $$;
+CREATE INDEX i_claims_chain ON idem_gate.claims (public.i_chain_40(key));
+SELECT outcome FROM idem_claim_ex('o_3', 'orders', NULL, NULL, 'run-3');
+DROP INDEX idem_gate.i_claims_chain;
+-- and bodies that call each other (one replaced to call the other)
+-- are walked once each: none calls such a function, so the write is done
+CREATE FUNCTION public.i_ring_a(k text) RETURNS text LANGUAGE sql IMMUTABLE
+	BEGIN ATOMIC SELECT pg_catalog.upper(k); END;
+CREATE FUNCTION public.i_ring_b(k text) RETURNS text LANGUAGE sql IMMUTABLE
+	BEGIN ATOMIC SELECT public.i_ring_a(k); END;
+CREATE OR REPLACE FUNCTION public.i_ring_a(k text) RETURNS text LANGUAGE sql IMMUTABLE
+	BEGIN ATOMIC SELECT CASE WHEN k = '' THEN public.i_ring_b(k) ELSE pg_catalog.upper(k) END; END;
+CREATE INDEX i_claims_ring ON idem_gate.claims (public.i_ring_b(key));
+SELECT outcome FROM idem_claim_ex('o_ring', 'orders', NULL, NULL, 'run-3');
+SELECT public.i_ring_b(key) FROM idem_gate.claims WHERE key = 'o_ring';
+DROP INDEX idem_gate.i_claims_ring;
+DELETE FROM idem_gate.claims WHERE key = 'o_ring';
+DROP FUNCTION public.i_ring_a(text), public.i_ring_b(text);
+DO $$
+BEGIN
+	FOR i IN REVERSE 40..1 LOOP
+		EXECUTE format('DROP FUNCTION public.i_chain_%s(text)', i);
+	END LOOP;
+END $$;
 -- with their own path, or as BEGIN ATOMIC, the same code is accepted
 ALTER FUNCTION public.i_key_prefix(text) SET search_path = pg_catalog, public;
 CREATE INDEX i_claims_by_prefix ON idem_gate.claims (public.i_key_prefix(key));

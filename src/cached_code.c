@@ -34,9 +34,10 @@
  * or a BEGIN ATOMIC body is never parsed under the caller's path.
  *
  * So the gate refuses to write a table whose cached code calls such a
- * function (or reaches one through a BEGIN ATOMIC body), naming the object
- * and the function, rather than run it: a DBA fixes it with ALTER FUNCTION
- * ... SET search_path, or by writing the body as BEGIN ATOMIC.
+ * function (or reaches one through BEGIN ATOMIC bodies, however deep),
+ * naming the object and the function, rather than run it: a DBA fixes it
+ * with ALTER FUNCTION ... SET search_path, or by writing the body as BEGIN
+ * ATOMIC.
  *
  *-------------------------------------------------------------------------
  */
@@ -54,6 +55,7 @@
 #include "catalog/pg_partitioned_table.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "utils/builtins.h"
@@ -65,13 +67,18 @@
 
 #include "cached_code.h"
 
-/* How deep BEGIN ATOMIC bodies are followed. */
-#define IG_MAX_BODY_DEPTH	16
-
-/* What the walk carries: its depth, and the offending function once found. */
+/*
+ * What the walk carries: the BEGIN ATOMIC functions whose bodies it has
+ * entered, and the offending function once found.  A body is entered once:
+ * a function that many others call costs one walk, and a cycle (a body
+ * replaced later to call its caller) ends.  There is no depth past which
+ * the walk gives up, since a function it did not reach would be let
+ * through; a chain deep enough to exhaust the stack is refused by
+ * check_stack_depth(), and so is never run either.
+ */
 typedef struct Walk
 {
-	int			depth;
+	List	   *entered;
 	Oid			found;
 } Walk;
 
@@ -93,6 +100,9 @@ function_depends_on_path(Oid fn, Walk *w)
 	bool		isnull;
 	Datum		body;
 
+	check_stack_depth();
+	if (list_member_oid(w->entered, fn))
+		return false;
 	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
 	if (!HeapTupleIsValid(tup))
 		return false;
@@ -115,12 +125,11 @@ function_depends_on_path(Oid fn, Walk *w)
 		w->found = fn;
 		depends = true;
 	}
-	else if (w->depth < IG_MAX_BODY_DEPTH)
+	else
 	{
 		/* a BEGIN ATOMIC body: the walk names what it calls, if anything */
-		w->depth++;
+		w->entered = lappend_oid(w->entered, fn);
 		depends = walk_node(stringToNode(TextDatumGetCString(body)), w);
-		w->depth--;
 	}
 	ReleaseSysCache(tup);
 	return depends;
@@ -153,11 +162,12 @@ walk_node(Node *node, Walk *w)
 static Oid
 stored_expr_function(Datum stored)
 {
-	Walk		w = {0, InvalidOid};
+	Walk		w = {NIL, InvalidOid};
+	bool		depends;
 
-	if (walk_node(stringToNode(TextDatumGetCString(stored)), &w))
-		return w.found;
-	return InvalidOid;
+	depends = walk_node(stringToNode(TextDatumGetCString(stored)), &w);
+	list_free(w.entered);
+	return depends ? w.found : InvalidOid;
 }
 
 /* Describe what was found: the object, and the function it calls. */
