@@ -245,6 +245,46 @@ SELECT outcome FROM idem_claim_ex('o_8', 'orders');
 ALTER TABLE idem_gate.claims DROP COLUMN i_plain;
 DROP DOMAIN public.i_plain;
 
+------------------------------------------------------------------------
+-- 09: a call that fails while the gate reads what it keeps per session
+-- (here it waits past lock_timeout for a lock that a prepared transaction
+-- holds, and the error is caught or not) leaves nothing half read: the
+-- next call reads it all again
+------------------------------------------------------------------------
+-- the claims table's shape, in a new session: the code attached to it is
+-- still found and refused
+CREATE INDEX i_claims_orders ON idem_gate.claims (key) WHERE public.i_is_order(workflow);
+\c - :su
+BEGIN;
+LOCK idem_gate.claims IN ACCESS EXCLUSIVE MODE;
+PREPARE TRANSACTION 'regress_i_hold';
+SET lock_timeout = '10ms';
+SELECT outcome FROM idem_claim_ex('o_9', 'orders');
+RESET lock_timeout;
+COMMIT PREPARED 'regress_i_hold';
+SELECT outcome FROM idem_claim_ex('o_9', 'orders');
+DROP INDEX idem_gate.i_claims_orders;
+-- the workflows a role was granted, in a new session: the client still
+-- uses its own
+\c - :su
+BEGIN;
+LOCK idem_gate.workflow_acl IN ACCESS EXCLUSIVE MODE;
+PREPARE TRANSACTION 'regress_i_hold';
+SET ROLE regress_i_n8n;
+SET lock_timeout = '10ms';
+DO $$
+BEGIN
+	PERFORM idem_claim_ex('o_9', 'orders', NULL, NULL, 'run-9');
+EXCEPTION WHEN lock_not_available THEN
+	RAISE NOTICE 'the call failed: %', SQLERRM;
+END $$;
+RESET lock_timeout;
+RESET ROLE;
+COMMIT PREPARED 'regress_i_hold';
+SET ROLE regress_i_n8n;
+SELECT outcome FROM idem_claim_ex('o_9', 'orders', NULL, NULL, 'run-9');
+RESET ROLE;
+
 -- clean up
 DROP DOMAIN public.i_note;
 DROP FUNCTION public.i_key_prefix(text), public.i_is_order(text), public.i_prefix_atomic(text);

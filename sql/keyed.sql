@@ -236,6 +236,20 @@ UPDATE idem_gate.policies SET keyed = false WHERE workflow = 'k_a';
 SELECT idem_key('k_a', 'r1') AS plain_again;
 UPDATE idem_gate.policies SET keyed = true WHERE workflow = 'k_a';
 SELECT idem_key('k_a', 'r1') LIKE 's2:%' AS keyed_again;
+-- a call that fails while the keyed workflows are read (here past
+-- lock_timeout, for a lock that a prepared transaction holds) leaves
+-- none of them half read: in a new session, the next claim of a claimed
+-- key finds it, and no key is stored as given
+\c -
+BEGIN;
+LOCK idem_gate.policies IN ACCESS EXCLUSIVE MODE;
+PREPARE TRANSACTION 'regress_k_hold';
+SET lock_timeout = '10ms';
+SELECT outcome FROM idem_claim_ex('r1', 'k_a');
+RESET lock_timeout;
+COMMIT PREPARED 'regress_k_hold';
+SELECT outcome FROM idem_claim_ex('r1', 'k_a');
+SELECT count(*) AS raw_keys FROM idem_gate.claims WHERE workflow = 'k_a' AND key !~ '^s[12]:[0-9a-f]{64}$';
 SELECT k_try($$INSERT INTO idem_gate.policies (workflow) VALUES ('k_nothing')$$);
 
 -- nobody but a superuser reads or sets the secret file

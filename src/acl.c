@@ -79,7 +79,8 @@ typedef struct IgAclAnswer
 
 typedef struct IgAclCache
 {
-	bool		valid;
+	bool		valid;			/* no invalidation since the last load began */
+	bool		complete;		/* ... and that load ran to its end */
 	Oid			roleid;			/* the calling role the cache is for */
 	Oid			sessionid;		/* ... in a session of this login */
 	Oid			relid;			/* idem_gate.workflow_acl */
@@ -180,6 +181,7 @@ acl_load(Oid roleid, Oid relid)
 	foreach(lc, patterns)
 		cache.patterns[i++] = lfirst(lc);
 	list_free(patterns);
+	cache.complete = true;
 }
 
 /*
@@ -458,8 +460,10 @@ owns_gate_function(Oid roleid)
 }
 
 /*
- * The cache of role's grants, loaded if it is for another role or the
- * grants changed.  False where this database's idem_gate has no grants
+ * The cache of role's grants, loaded if it is for another role, the
+ * grants changed or the last load was cut short by an error (a lock
+ * timeout, a cancel), which could have left the patterns or the role
+ * setting unread.  False where this database's idem_gate has no grants
  * table (a 1.0 catalog).
  */
 static bool
@@ -467,7 +471,8 @@ acl_for(Oid role)
 {
 	Oid			relid;
 
-	if (cache.valid && cache.roleid == role && cache.sessionid == GetSessionUserId())
+	if (cache.valid && cache.complete && cache.roleid == role &&
+		cache.sessionid == GetSessionUserId())
 		return true;
 	relid = get_relname_relid("workflow_acl", get_namespace_oid("idem_gate", false));
 	if (!OidIsValid(relid))

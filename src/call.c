@@ -34,6 +34,7 @@
 
 #include "acl.h"
 #include "call.h"
+#include "keyed_workflows.h"
 
 /*
  * A key or workflow argument: present, then as ig_check_name() says;
@@ -179,7 +180,7 @@ ig_call_begin(FunctionCallInfo fcinfo, IgCall *call, const char *fname,
 {
 	/* a keyed workflow's key is kept out of every message, even this one's */
 	bool		secret = !PG_ARGISNULL(1) &&
-		ig_keyed_workflow(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+		ig_keyed_workflows_has(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 
 	call->key_str = ig_call_text_arg(fcinfo, 0, "key", &call->key, secret);
 	ig_call_open(fcinfo, call, fname, writes);
@@ -202,7 +203,7 @@ ig_call_open(FunctionCallInfo fcinfo, IgCall *call, const char *fname,
 {
 	call->workflow_str = ig_call_text_arg(fcinfo, 1, "workflow", &call->workflow,
 										  false);
-	call->workflow_keyed = ig_keyed_workflow(call->workflow_str);
+	call->workflow_keyed = ig_keyed_workflows_has(call->workflow_str);
 	call->keyed = NULL;
 
 	if (writes)

@@ -11,7 +11,6 @@
 #define IDEM_GATE_KEYED_H
 
 #include "fmgr.h"
-#include "nodes/pg_list.h"
 
 /* Most secrets the file may list. */
 #define IG_KEYED_MAX_SECRETS	16
@@ -35,8 +34,6 @@ typedef struct IgKeyForms
 
 extern void ig_keyed_init(void);
 extern void ig_keyed_request_shmem(void);
-extern bool ig_keyed_workflow(const char *workflow);
-extern const List *ig_keyed_workflows(void);
 extern IgKeyForms *ig_keyed_forms(const char *workflow, text *key);
 extern bool ig_keyed_refresh(IgKeyForms *forms);
 extern int	ig_keyed_secret_ids(char ids[][IG_KEYED_MAX_ID + 1]);

@@ -21,6 +21,7 @@
 #include "acl.h"
 #include "call.h"
 #include "keyed.h"
+#include "keyed_workflows.h"
 
 /*
  * idem_key(workflow, key): the form the gate stores the key in, so that
@@ -42,7 +43,7 @@ idem_key(PG_FUNCTION_ARGS)
 	int			save_sec_context;
 
 	workflow_str = ig_call_text_arg(fcinfo, 0, "workflow", &workflow, false);
-	keyed = ig_keyed_workflow(workflow_str);
+	keyed = ig_keyed_workflows_has(workflow_str);
 	(void) ig_call_text_arg(fcinfo, 1, "key", &key, keyed);
 
 	ig_call_act_as_owner(fcinfo, &save_userid, &save_sec_context);
@@ -78,7 +79,7 @@ idem_key_forms(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
 	ig_call_act_as_owner(fcinfo, &save_userid, &save_sec_context);
-	foreach(lc, ig_keyed_workflows())
+	foreach(lc, ig_keyed_workflows_list())
 		if (ig_acl_visible(save_userid, (const char *) lfirst(lc)))
 			visible = lappend(visible, pstrdup((const char *) lfirst(lc)));
 	SetUserIdAndSecContext(save_userid, save_sec_context);

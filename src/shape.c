@@ -107,10 +107,8 @@ static const Oid col_types[IG_NUM_COLS] = {
 };
 
 static const bool col_not_null[IG_NUM_COLS] = {
-	true, true, true, true, true, false,
-	false, false, false, true, true,
-	true, false, false, true,
-	false, false
+	true, true, true, true, true, false, false, false, false, true, true,
+	true, false, false, true, false, false
 };
 
 /*
@@ -526,6 +524,7 @@ table_load(IgTable table)
 		s->cached_code = ig_cached_code_find(rel);
 		table_close(rel, AccessShareLock);
 	}
+	s->complete = true;
 	MemoryContextSwitchTo(old);
 }
 
@@ -533,7 +532,7 @@ table_load(IgTable table)
 const IgTableShape *
 ig_shape_table(IgTable table)
 {
-	if (!table_shapes[table].valid)
+	if (!table_shapes[table].valid || !table_shapes[table].complete)
 		table_load(table);
 	return &table_shapes[table];
 }
@@ -717,9 +716,10 @@ token_seq_repeats(Oid seqid)
 /*
  * Learn the shape of idem_gate.claims: its OID, its columns' numbers, the
  * token sequence, and whether the direct path may write it.  Done again
- * after any relcache invalidation of the table or the sequence.  The
- * epoch moves when what the SQL path's statements depend on changes (the
- * table itself, its 1.1 column, Citus), so that it prepares them anew.
+ * after any relcache invalidation of the table or the sequence, and after
+ * a load that an error (a lock timeout, a cancel) cut short.  The epoch
+ * moves when what the SQL path's statements depend on changes (the table
+ * itself, its 1.1 column, Citus), so that it prepares them anew.
  */
 static void
 shape_load(void)
@@ -732,6 +732,7 @@ shape_load(void)
 	bool		had_token_issued;
 	bool		had_payload;
 	bool		had_citus;
+	bool		was_complete;
 
 	shape_register();
 	nsp = get_namespace_oid("idem_gate", false);
@@ -739,6 +740,8 @@ shape_load(void)
 	if (!OidIsValid(relid))
 		elog(ERROR, "relation idem_gate.claims does not exist");
 
+	was_complete = ig_shape.complete;
+	ig_shape.complete = false;
 	ig_shape.valid = true;		/* an invalidation from here on counts */
 	old_relid = ig_shape.relid;
 	had_token_issued = ig_shape.has_token_issued;
@@ -771,16 +774,18 @@ shape_load(void)
 		ig_shape.refuse = IG_REFUSE_SEQUENCE;
 	ig_shape.citus = ig_citus_table(relid, &ig_shape.citus_group);
 	ig_shape.logged = false;
-	if (relid != old_relid || had_token_issued != ig_shape.has_token_issued ||
+	if (!was_complete || relid != old_relid || had_token_issued != ig_shape.has_token_issued ||
 		had_payload != ig_shape.has_payload || had_citus != ig_shape.citus)
 		ig_shape.epoch++;
+	ig_shape.complete = true;
 }
 
 /* The shape of idem_gate.claims, decided again if it changed since. */
 void
 ig_shape_ensure(void)
 {
-	if (!ig_shape.valid || !table_shapes[IG_TABLE_CLAIMS].valid)
+	if (!ig_shape.valid || !ig_shape.complete ||
+		!table_shapes[IG_TABLE_CLAIMS].valid || !table_shapes[IG_TABLE_CLAIMS].complete)
 		shape_load();
 }
 

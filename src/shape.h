@@ -26,15 +26,18 @@ typedef enum IgTable
 
 /*
  * One table as the gate found it, decided again after every relcache
- * invalidation of it.  "Code" is anything that runs a function that is
- * neither PostgreSQL's own (pg_catalog) nor idem_gate's: a trigger, a
- * rule, a CHECK, default or generated column, a column of a domain or
- * other type of somebody else's, an index expression, partial-index
- * predicate or operator class, a row security policy.
+ * invalidation of it, and after a load that an error (a lock timeout, a
+ * cancel) cut short: what such a load left is never used.  "Code" is
+ * anything that runs a function that is neither PostgreSQL's own
+ * (pg_catalog) nor idem_gate's: a trigger, a rule, a CHECK, default or
+ * generated column, a column of a domain or other type of somebody
+ * else's, an index expression, partial-index predicate or operator class,
+ * a row security policy.
  */
 typedef struct IgTableShape
 {
-	bool		valid;
+	bool		valid;			/* no invalidation since the last load began */
+	bool		complete;		/* ... and that load ran to its end */
 	Oid			relid;			/* InvalidOid: not in this catalog's version */
 	Oid			owner;
 	bool		rls;			/* row level security is enabled */
@@ -84,7 +87,8 @@ typedef enum IgRefusal
  */
 typedef struct IgShape
 {
-	bool		valid;
+	bool		valid;			/* no invalidation since the last load began */
+	bool		complete;		/* ... and that load ran to its end */
 	Oid			relid;
 	Oid			token_seq;
 	Oid			pk_index;
