@@ -259,6 +259,9 @@ BEGIN;
 LOCK idem_gate.claims IN ACCESS EXCLUSIVE MODE;
 PREPARE TRANSACTION 'regress_i_hold';
 SET lock_timeout = '10ms';
+-- (planning a call of a function that takes no key, its first argument
+-- NULL, does not read the table's shape: it answers its own error)
+SELECT idem_key(NULL, 'x');
 SELECT outcome FROM idem_claim_ex('o_9', 'orders');
 RESET lock_timeout;
 COMMIT PREPARED 'regress_i_hold';
