@@ -30,6 +30,11 @@
 #                                             errors whose stack passes through
 #                                             idem_gate.so, and the log
 #
+# IDEM_INSTRUMENT_TESTS="FILE..." and IDEM_INSTRUMENT_SPECS="SPEC..." limit
+# the pg_regress files and isolation specs that --discard-caches and
+# --valgrind run (either empty: that suite is skipped), for a run after a
+# change that those files test.
+#
 # Ends with "N findings" and exits non-zero on a finding or a failed test.
 # The temporary directory (cluster, logs, diffs) is kept and named.  Needs
 # root, like scripts/quick.sh; builds the server first if it is missing.
@@ -218,6 +223,8 @@ rc=0
 common=(--bindir="$BIN" --host="$WORK" --port=5432 --user=postgres)
 mapfile -t tests < <(cd "$ROOT/sql" && find . -maxdepth 1 -name '*.sql' | sed 's|^\./||; s/\.sql$//' | sort)
 mapfile -t specs < <(cd "$ROOT/test/isolation/specs" && ls *.spec | sed 's/\.spec$//' | sort)
+[ -n "${IDEM_INSTRUMENT_TESTS+set}" ] && read -r -a tests <<<"$IDEM_INSTRUMENT_TESTS"
+[ -n "${IDEM_INSTRUMENT_SPECS+set}" ] && read -r -a specs <<<"$IDEM_INSTRUMENT_SPECS"
 suite() {
 	local name=$1 log=$WORK/$1.log t
 	shift
@@ -240,10 +247,12 @@ suite() {
 
 case "$MODE" in
 --discard-caches | --valgrind)
-	suite pg_regress "$PGXS_DIR/src/test/regress/pg_regress" "${common[@]}" \
-		--inputdir=. --outputdir=. --dbname=contrib_regression "${tests[@]}"
-	suite isolation "$PGXS_DIR/src/test/isolation/pg_isolation_regress" "${common[@]}" \
-		--inputdir=test/isolation --outputdir=output_iso --dbname=isolation_regression "${specs[@]}"
+	[ "${#tests[@]}" -eq 0 ] ||
+		suite pg_regress "$PGXS_DIR/src/test/regress/pg_regress" "${common[@]}" \
+			--inputdir=. --outputdir=. --dbname=contrib_regression "${tests[@]}"
+	[ "${#specs[@]}" -eq 0 ] ||
+		suite isolation "$PGXS_DIR/src/test/isolation/pg_isolation_regress" "${common[@]}" \
+			--inputdir=test/isolation --outputdir=output_iso --dbname=isolation_regression "${specs[@]}"
 	if [ "$MODE" = --valgrind ]; then
 		as_pg "$BIN/psql" -X -q -h "$WORK" -p 5432 -d postgres -c "CREATE DATABASE idem_model" >/dev/null
 		as_pg "$BIN/psql" -X -q -h "$WORK" -p 5432 -d idem_model -c "CREATE EXTENSION idem_gate" >/dev/null

@@ -225,6 +225,12 @@ SELECT outcome FROM idem_claim_ex('o_4', 'orders', NULL, NULL, 'run-4');
 SELECT rolsuper FROM pg_roles WHERE rolname = 'regress_i_n8n';
 SELECT public.i_key_prefix(key), public.i_prefix_atomic(key) FROM idem_gate.claims WHERE key = 'o_4';
 DROP INDEX idem_gate.i_claims_by_prefix, idem_gate.i_claims_by_atomic;
+-- an accepted function does not hide the next one: an expression that
+-- calls one with its own path, then one parsed late, is refused
+CREATE INDEX i_claims_both ON idem_gate.claims
+	((public.i_key_prefix(key) || public.i_is_order(workflow)::text));
+SELECT outcome FROM idem_claim_ex('o_4b', 'orders');
+DROP INDEX idem_gate.i_claims_both;
 -- a function replaced later is judged again: PL/pgSQL is accepted, the
 -- same name made an inlinable SQL function is refused at the next write,
 -- and so is a domain's CHECK added to a column's domain
