@@ -400,9 +400,10 @@ REVOKE ALL ON FUNCTION idem_gate.m_refuse_rules(pg_catalog.regclass[]) FROM PUBL
 /*
  * Code a backend may hold parsed under another search_path, on a table a
  * call is about to write, refused as the C edition's cached_code.c refuses
- * it (55000): an index's expression or predicate, or a CHECK of a
- * column's domain, that calls a LANGUAGE sql function with neither its own
- * search_path nor a BEGIN ATOMIC body.  PostgreSQL inlines such a function
+ * it (55000): an index's expression or predicate, a CHECK of a column's
+ * domain, or the partition key of a table it is a partition of, that
+ * calls a LANGUAGE sql function with neither its own search_path nor a
+ * BEGIN ATOMIC body.  PostgreSQL inlines such a function
  * into a cache that lives as long as the session, under the search_path of
  * whoever first used it, and the gate writes with its owner's rights: a
  * caller who primed that cache under a path of its own would have its own
@@ -420,8 +421,8 @@ DECLARE
 BEGIN
 	/*
 	 * Mostly there is nothing to look for: no index of those tables calls
-	 * a function, and no column is of a domain.  Two index probes say so,
-	 * and spare every write the walk below.
+	 * a function, no column is of a domain, and none is a partition.
+	 * Three index probes say so, and spare every write the walk below.
 	 */
 	IF NOT EXISTS (
 			SELECT FROM pg_catalog.pg_index i
@@ -433,7 +434,10 @@ BEGIN
 			SELECT FROM pg_catalog.pg_attribute att
 			  JOIN pg_catalog.pg_type ty ON ty.oid OPERATOR(pg_catalog.=) att.atttypid
 			 WHERE att.attrelid OPERATOR(pg_catalog.=) ANY (tables) AND att.attnum OPERATOR(pg_catalog.>) 0
-			   AND NOT att.attisdropped AND ty.typtype OPERATOR(pg_catalog.=) 'd') THEN
+			   AND NOT att.attisdropped AND ty.typtype OPERATOR(pg_catalog.=) 'd')
+	   AND NOT EXISTS (
+			SELECT FROM pg_catalog.pg_class c
+			 WHERE c.oid OPERATOR(pg_catalog.=) ANY (tables) AND c.relispartition) THEN
 		RETURN;
 	END IF;
 	FOREACH t IN ARRAY tables LOOP
@@ -460,6 +464,16 @@ BEGIN
 										  AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
 			 WHERE att.attrelid OPERATOR(pg_catalog.=) t AND att.attnum OPERATOR(pg_catalog.>) 0
 			   AND NOT att.attisdropped
+			UNION ALL
+			/* ... the partition key of a table it is a partition of calls */
+			SELECT 3, pc.relname::pg_catalog.text, pg_catalog.format('the partition key of %s', pc.relname),
+				   d.refobjid
+			  FROM pg_catalog.pg_partition_ancestors(t) a(relid)
+			  JOIN pg_catalog.pg_partitioned_table pt ON pt.partrelid OPERATOR(pg_catalog.=) a.relid
+			  JOIN pg_catalog.pg_class pc ON pc.oid OPERATOR(pg_catalog.=) a.relid
+			  JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+										  AND d.objid OPERATOR(pg_catalog.=) a.relid
+										  AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
 			UNION
 			/* ... and what a BEGIN ATOMIC body among them calls in turn */
 			SELECT r.o, r.n, r.what, d.refobjid

@@ -190,6 +190,32 @@ END $$;
 CREATE INDEX i_claims_chain ON idem_gate.claims (public.i_chain_40(key));
 SELECT outcome FROM idem_claim_ex('o_3', 'orders', NULL, NULL, 'run-3');
 DROP INDEX idem_gate.i_claims_chain;
+-- a body is walked whole: its WHERE clause too
+CREATE FUNCTION public.i_atomic_where(k text) RETURNS text LANGUAGE sql IMMUTABLE
+	BEGIN ATOMIC SELECT k WHERE public.i_is_order(k); END;
+CREATE INDEX i_claims_where ON idem_gate.claims (public.i_atomic_where(key));
+SELECT outcome FROM idem_claim_ex('o_3', 'orders', NULL, NULL, 'run-3');
+DROP INDEX idem_gate.i_claims_where;
+DROP FUNCTION public.i_atomic_where(text);
+-- a domain of a table's first column counts (the grants' role), and so
+-- does the partition key of a table that the claims are a partition of
+CREATE FUNCTION public.i_role_ok(r regrole) RETURNS boolean
+	LANGUAGE sql IMMUTABLE AS $$ SELECT r IS NOT NULL $$;
+CREATE DOMAIN public.i_role AS regrole CHECK (public.i_role_ok(VALUE));
+ALTER TABLE idem_gate.workflow_acl ALTER COLUMN role TYPE public.i_role;
+SELECT idem_gate.grant_workflow('regress_i_n8n', 'orders_%');
+ALTER TABLE idem_gate.workflow_acl ALTER COLUMN role TYPE regrole;
+DROP DOMAIN public.i_role;
+DROP FUNCTION public.i_role_ok(regrole);
+CREATE TABLE public.i_all_claims (LIKE idem_gate.claims) PARTITION BY LIST ((public.i_is_order(workflow)));
+CREATE TABLE public.i_kept AS SELECT * FROM idem_gate.claims WHERE NOT public.i_is_order(workflow);
+DELETE FROM idem_gate.claims WHERE NOT public.i_is_order(workflow);
+ALTER TABLE public.i_all_claims ATTACH PARTITION idem_gate.claims FOR VALUES IN (true);
+SELECT outcome FROM idem_claim_ex('o_3', 'orders', NULL, NULL, 'run-3');
+ALTER TABLE public.i_all_claims DETACH PARTITION idem_gate.claims;
+DROP TABLE public.i_all_claims;
+INSERT INTO idem_gate.claims SELECT * FROM public.i_kept;
+DROP TABLE public.i_kept;
 -- and bodies that call each other (one replaced to call the other)
 -- are walked once each: none calls such a function, so the write is done
 CREATE FUNCTION public.i_ring_a(k text) RETURNS text LANGUAGE sql IMMUTABLE
