@@ -774,7 +774,8 @@ shape_load(void)
 		ig_shape.refuse = IG_REFUSE_SEQUENCE;
 	ig_shape.citus = ig_citus_table(relid, &ig_shape.citus_group);
 	ig_shape.logged = false;
-	if (!was_complete || relid != old_relid || had_token_issued != ig_shape.has_token_issued ||
+	if (!was_complete || relid != old_relid ||
+		had_token_issued != ig_shape.has_token_issued ||
 		had_payload != ig_shape.has_payload || had_citus != ig_shape.citus)
 		ig_shape.epoch++;
 	ig_shape.complete = true;
