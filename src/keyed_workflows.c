@@ -145,7 +145,6 @@ load_policies(void)
 	}
 	MemoryContextReset(policies_cxt);
 	keyed_workflows = NIL;
-	policies_complete = false;
 	policies_valid = true;		/* an invalidation from here on counts */
 
 	nsp = get_namespace_oid("idem_gate", true);
@@ -196,6 +195,7 @@ ig_keyed_workflows_list(void)
 {
 	if (!policies_valid || !policies_complete)
 	{
+		policies_complete = false;
 		load_policies();
 		policies_complete = true;
 	}
