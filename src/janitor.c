@@ -485,15 +485,24 @@ run_step(Pass *pass, IgStep step)
 				continue;
 			pass->skipped = DT_NOEND;
 		}
-		do
+		/*
+		 * A batch that came back full may have more behind it.  It is
+		 * measured against the limit it ran with: yield() changes the
+		 * limit for the next batch, and a batch of a tenth run while the
+		 * gate was busy is not short once the traffic stops.
+		 */
+		for (;;)
 		{
+			int			limit = pass->limit;
+
 			n = run_batch(pass, step, wf, &cursor, cutoff, now);
 			total += n;
 			if (step == IG_STEP_STUCK)
 				pass->counts->alerts += n;
-			if (n >= (uint64) pass->limit)
-				yield(pass);
-		} while (n >= (uint64) pass->limit);
+			if (n < (uint64) limit)
+				break;
+			yield(pass);
+		}
 		if (step == IG_STEP_CLEAR_RECEIPTS && horizon_known)
 			save_watermark(pass, wf, Min(Min(cutoff, horizon), pass->skipped));
 	}

@@ -152,7 +152,7 @@ ok($node->poll_query_until('postgres',
 my $launcher = worker_pid($node, 'launcher');
 $node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = '1h'; SELECT pg_reload_conf()});
 sleep 2;
-my $passes = $node->safe_psql('postgres', 'SELECT janitor_passes FROM idem_gate.stats');
+$passes = $node->safe_psql('postgres', 'SELECT janitor_passes FROM idem_gate.stats');
 sleep 3;
 is($node->safe_psql('postgres', 'SELECT janitor_passes FROM idem_gate.stats'), $passes,
 	'a long naptime stops the passes');
@@ -242,6 +242,57 @@ $node->safe_psql('postgres', q{
 	DROP TRIGGER slow_delete ON idem_gate.claims;
 	DROP FUNCTION public.slow_delete();
 	DROP TABLE public.hold_pass;
+});
+
+# a pass finishes its step when the claims stop in the middle of it.
+# While the gate is called, batches are a tenth of batch_size; a tenth that
+# came back full is not the step's last batch once the calls stop.  A
+# trigger holds the first batch of 3,000 expired rows, one claim is made
+# meanwhile, and the hold ends: a batch of 1,000, one of 100 while the
+# gate was busy, then full batches again, all in the one pass.
+$node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = '1h'; SELECT pg_reload_conf()});
+$node->poll_query_until('postgres', "SELECT current_setting('idem_gate.naptime') = '1h'");
+$node->safe_psql('postgres', q{
+	INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
+		created_at, claimed_at, updated_at, completed_at)
+	SELECT 'lull', 'l' || g, 'completed', 1, nextval('idem_gate.token_seq'), '{}',
+		now() - interval '40 days' - g * interval '1 second',
+		now() - interval '40 days' - g * interval '1 second',
+		now() - interval '40 days' - g * interval '1 second',
+		now() - interval '40 days' - g * interval '1 second'
+	  FROM generate_series(1, 3000) g;
+	CREATE TABLE public.hold_pass (on_key text);
+	INSERT INTO public.hold_pass VALUES ('l3000');
+	CREATE FUNCTION public.slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+		WHILE EXISTS (SELECT 1 FROM public.hold_pass h WHERE h.on_key OPERATOR(pg_catalog.=) OLD.key) LOOP
+			PERFORM pg_catalog.pg_sleep(0.05);
+		END LOOP;
+		RETURN OLD;
+	END $$;
+	CREATE TRIGGER slow_delete BEFORE DELETE ON idem_gate.claims
+		FOR EACH ROW EXECUTE FUNCTION public.slow_delete();
+});
+$passes = $node->safe_psql('postgres', 'SELECT janitor_passes FROM idem_gate.stats');
+$node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = 1; SELECT pg_reload_conf()});
+$janitor = waiting_janitor($node);
+ok($janitor, 'a pass is held in its first batch of the lull workflow');
+$node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = '1h'; SELECT pg_reload_conf()});
+$node->poll_query_until('postgres', "SELECT current_setting('idem_gate.naptime') = '1h'");
+$node->safe_psql('postgres', "SELECT idem_claim('during_pass', 'wf')");
+$node->safe_psql('postgres', 'DELETE FROM public.hold_pass');
+ok($node->poll_query_until('postgres', "SELECT janitor_passes = $passes + 1 FROM idem_gate.stats"),
+	'the pass ends');
+is($node->safe_psql('postgres', "SELECT count(*) FROM idem_gate.claims WHERE workflow = 'lull'"),
+	'0', 'and deleted every expired row, after the calls stopped too');
+is($node->safe_psql('postgres', 'SELECT janitor_passes FROM idem_gate.stats'), $passes + 1,
+	'in one pass');
+$node->safe_psql('postgres', q{
+	DROP TRIGGER slow_delete ON idem_gate.claims;
+	DROP FUNCTION public.slow_delete();
+	DROP TABLE public.hold_pass;
+	ALTER SYSTEM SET idem_gate.naptime = 1;
+	SELECT pg_reload_conf();
 });
 
 # DROP EXTENSION while the worker runs: one log line, quiet idle; CREATE
