@@ -106,6 +106,9 @@ for r in $(seq "$ROUNDS"); do
 	read -r n ms from to < <(worker_pass)
 	wait "$bg"
 	read -r during nd < <(p99 "$DIR/jan$r" "$from" "$to")
+	# the pass goes on after the claims stop: a step that took a batch of a
+	# tenth for its last (the defect fixed in 1.3) leaves rows behind
+	[ "$n" -eq "$EXPIRED" ] || { echo "the pass deleted $n rows, not $EXPIRED" >&2; exit 1; }
 	ratio=$(echo "$during / $base" | bc -l)
 	printf '  p99 round %d: %.2f ms with no janitor (%d tx), %.2f ms during a %.0f ms pass deleting %d rows (%d tx): ratio %.2f\n' \
 		"$r" "$base" "$nb" "$during" "$ms" "$n" "$nd" "$ratio"
