@@ -89,6 +89,30 @@ SELECT deleted FROM idem_gate.janitor_run();
 SELECT count(*) AS watermarks FROM idem_gate.janitor_watermarks WHERE workflow = 'r_prep';
 RESET idem_gate.receipt_retention;
 
+-- a row another transaction holds is skipped, and only it: the other
+-- receipts of its workflow are cleared by the same pass, however small its
+-- batches (2 here, the held row the first of six)
+SELECT c.outcome, count(*) FROM generate_series(1, 6) i, idem_claim_ex('r_h' || i, 'r_held') c
+ GROUP BY 1;
+SELECT idem_complete('r_h' || i, 'r_held', (SELECT token FROM idem_status('r_h' || i, 'r_held')),
+	'{"held": 1}') FROM generate_series(1, 6) i;
+SELECT backdate('r_held', '3 hours');
+BEGIN;
+SELECT key FROM idem_gate.claims WHERE workflow = 'r_held' AND key = 'r_h1' FOR UPDATE;
+PREPARE TRANSACTION 'idem_gate_receipts_held';
+SET idem_gate.receipt_retention = '2h';
+SET idem_gate.batch_size = 2;
+SELECT deleted FROM idem_gate.janitor_run();
+SELECT string_agg(key, ' ' ORDER BY key) FILTER (WHERE result IS NULL) AS cleared,
+	string_agg(key, ' ' ORDER BY key) FILTER (WHERE result IS NOT NULL) AS kept
+  FROM idem_gate.claims WHERE workflow = 'r_held';
+COMMIT PREPARED 'idem_gate_receipts_held';
+-- the next pass takes the row it skipped
+SELECT deleted FROM idem_gate.janitor_run();
+SELECT count(*) AS kept FROM idem_gate.claims WHERE workflow = 'r_held' AND result IS NOT NULL;
+RESET idem_gate.batch_size;
+RESET idem_gate.receipt_retention;
+
 -- escalations are recorded in the audit trail
 SELECT outcome FROM idem_claim_ex('r_stuck', 'r_esc', NULL, NULL, 'run-9');
 SELECT backdate('r_esc', '1 hour');
@@ -118,5 +142,5 @@ RESET idem_gate.audit_retention;
 SELECT count(*) AS trail_after_retention FROM idem_gate.audit;
 
 DELETE FROM idem_gate.policies WHERE workflow = 'r_short';
-DELETE FROM idem_gate.claims WHERE workflow IN ('r_wf', 'r_short', 'r_long', 'r_esc');
+DELETE FROM idem_gate.claims WHERE workflow IN ('r_wf', 'r_short', 'r_long', 'r_esc', 'r_held');
 DROP FUNCTION backdate(text, interval);

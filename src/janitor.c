@@ -315,12 +315,15 @@ raise_alerts(Pass *pass, const IgBatchResult *batch, bool review)
 
 /*
  * Run one batch of step over workflow's rows after *cursor and before
- * cutoff, and return the rows it touched; *cursor moves to the last of
- * them in (updated_at, token) order.
+ * cutoff, and return the rows it touched; *cursor moves to the last row
+ * it chose in (updated_at, token) order, and *examined says how many it
+ * chose (receipt clearing chooses rows before it skips those another
+ * transaction holds; every other step skips them as it chooses).
  */
 static uint64
 run_batch(Pass *pass, IgStep step, const char *workflow,
-		  IgCursor *cursor, TimestampTz cutoff, TimestampTz now)
+		  IgCursor *cursor, TimestampTz cutoff, TimestampTz now,
+		  uint64 *examined)
 {
 	bool		review = (stuck_action == STUCK_REVIEW);
 	IgBatchArgs args;
@@ -336,8 +339,9 @@ run_batch(Pass *pass, IgStep step, const char *workflow,
 
 	ig_janitor_sql_begin(&pass->db);
 	ig_janitor_sql_batch(&pass->db, step, &args, &res);
-	if (res.count > 0)
+	if (res.examined > 0)
 		*cursor = res.last;
+	*examined = res.examined;
 	if (step == IG_STEP_CLEAR_RECEIPTS)
 		pass->skipped = Min(pass->skipped, res.skipped);
 	if (step == IG_STEP_STUCK)
@@ -486,20 +490,23 @@ run_step(Pass *pass, IgStep step)
 			pass->skipped = DT_NOEND;
 		}
 		/*
-		 * A batch that came back full may have more behind it.  It is
-		 * measured against the limit it ran with: yield() changes the
-		 * limit for the next batch, and a batch of a tenth run while the
-		 * gate was busy is not short once the traffic stops.
+		 * A batch that found as many rows as it asked for may have more
+		 * behind it.  It is measured against the limit it ran with:
+		 * yield() changes the limit for the next batch, and a batch of a
+		 * tenth run while the gate was busy is not short once the traffic
+		 * stops.  And by the rows it chose, not those it touched: rows
+		 * another transaction holds are skipped, not the end of the step.
 		 */
 		for (;;)
 		{
 			int			limit = pass->limit;
+			uint64		examined;
 
-			n = run_batch(pass, step, wf, &cursor, cutoff, now);
+			n = run_batch(pass, step, wf, &cursor, cutoff, now, &examined);
 			total += n;
 			if (step == IG_STEP_STUCK)
 				pass->counts->alerts += n;
-			if (n < (uint64) limit)
+			if (examined < (uint64) limit)
 				break;
 			yield(pass);
 		}

@@ -105,11 +105,15 @@ IG_LAST("del");
  * Receipt clearing skips a row another transaction holds too; its
  * watermark then must not move past that row, so the batch also answers
  * the first row it skipped (in updated_at order), and the watermark stops
- * there: the next pass starts at it.
+ * there: the next pass starts at it.  The candidates are chosen before
+ * they are locked, so a batch that skipped some cleared fewer rows than
+ * its limit without being the last: it answers how many candidates it
+ * had, and the last of them, where the next batch resumes.
  */
 static const char *const clear_sql =
 "WITH cand AS ("
-" SELECT c.ctid AS tid, c.updated_at AS upd FROM ONLY idem_gate.claims c" IG_RANGE
+" SELECT c.ctid AS tid, c.updated_at AS upd, c.token AS tok"
+" FROM ONLY idem_gate.claims c" IG_RANGE
 " AND c.result IS NOT NULL" IG_ORDER
 " LIMIT $4),"
 " lck AS ("
@@ -122,12 +126,13 @@ static const char *const clear_sql =
 " AND d.state OPERATOR(pg_catalog.=) '%s'::idem_gate.state"
 " AND d.workflow OPERATOR(pg_catalog.=) $1"
 " AND d.updated_at OPERATOR(pg_catalog.<) $3"
-" RETURNING d.updated_at, d.token)"
-"SELECT (SELECT pg_catalog.count(*) FROM upd), l.updated_at, l.token,"
+" RETURNING 1)"
+"SELECT (SELECT pg_catalog.count(*) FROM upd), l.upd, l.tok,"
 " (SELECT pg_catalog.min(x.upd) FROM cand x"
-"  WHERE x.tid OPERATOR(pg_catalog.<>) ALL (ARRAY(SELECT k.tid FROM lck k)))"
-" FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT u.updated_at, u.token FROM upd u"
-"  ORDER BY u.updated_at DESC, u.token DESC LIMIT 1) l ON true";
+"  WHERE x.tid OPERATOR(pg_catalog.<>) ALL (ARRAY(SELECT k.tid FROM lck k))),"
+" (SELECT pg_catalog.count(*) FROM cand)"
+" FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT x.upd, x.tok FROM cand x"
+"  ORDER BY x.upd DESC, x.tok DESC LIMIT 1) l ON true";
 
 /*
  * The payloads of a state's rows older than the receipt retention: kept
@@ -526,6 +531,7 @@ ig_janitor_sql_batch(IgJanitorDb *db, IgStep step, const IgBatchArgs *args,
 	{
 		/* workflow, key, token, attempt, claimed_at, age, updated_at */
 		res->count = SPI_processed;
+		res->examined = res->count;
 		res->stuck = palloc0(sizeof(IgStuckClaim) * Max(res->count, 1));
 		for (uint64 i = 0; i < res->count; i++)
 		{
@@ -542,12 +548,11 @@ ig_janitor_sql_batch(IgJanitorDb *db, IgStep step, const IgBatchArgs *args,
 	}
 	/* one row: count(*), and the last row's updated_at and token */
 	res->count = DatumGetInt64(column(0, 1, &isnull));
-	if (res->count > 0)
-	{
-		res->last.at = DatumGetTimestampTz(column(0, 2, &isnull));
-		res->last.token = DatumGetInt64(column(0, 3, &isnull));
-	}
-	/* receipts: the first row skipped because another transaction holds it */
+	res->examined = res->count;
+	/*
+	 * receipts: the candidates and the last of them, and the first one
+	 * skipped because another transaction holds it
+	 */
 	res->skipped = DT_NOEND;
 	if (step == IG_STEP_CLEAR_RECEIPTS)
 	{
@@ -555,6 +560,12 @@ ig_janitor_sql_batch(IgJanitorDb *db, IgStep step, const IgBatchArgs *args,
 
 		if (!isnull)
 			res->skipped = DatumGetTimestampTz(d);
+		res->examined = DatumGetInt64(column(0, 5, &isnull));
+	}
+	if (res->examined > 0)
+	{
+		res->last.at = DatumGetTimestampTz(column(0, 2, &isnull));
+		res->last.token = DatumGetInt64(column(0, 3, &isnull));
 	}
 }
 

@@ -84,7 +84,9 @@ typedef struct IgStuckClaim
 typedef struct IgBatchResult
 {
 	uint64		count;			/* rows deleted, cleared or alerted */
-	IgCursor	last;			/* the last of them, where the next resumes */
+	uint64		examined;		/* rows the batch chose, at most its limit:
+								 * fewer, and the step is done */
+	IgCursor	last;			/* the last of those, where the next resumes */
 	IgStuckClaim *stuck;		/* the stuck step: its claims, in order */
 	TimestampTz skipped;		/* receipts: the first row another transaction
 								 * locked, which the batch skipped, or DT_NOEND */
