@@ -37,8 +37,8 @@ SELECT 'orders_wf', 'dup_' || g, 'completed', 1, nextval('idem_gate.token_seq'),
 	   now(), now(), now(), now()
   FROM generate_series(1, 100000) g;
 -- 100 grant rows: 99 to other roles or workflows, one that matches
-SELECT idem_gate.grant_workflow('bench_client', 'other_' || g || '_%') FROM generate_series(1, 99) g;
-SELECT idem_gate.grant_workflow('bench_client', 'orders_%');
+SELECT count(idem_gate.grant_workflow('bench_client', 'other_' || g || '_%')) FROM generate_series(1, 99) g \g /dev/null
+SELECT idem_gate.grant_workflow('bench_client', 'orders_%') \g /dev/null
 VACUUM ANALYZE idem_gate.claims;
 SQL
 

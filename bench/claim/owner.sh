@@ -60,7 +60,7 @@ tps() {
 }
 ratio() { printf '%.3f' "$(echo "$1 / $2" | bc -l)"; }
 
-echo "PostgreSQL $(pg_config --version); pgbench -M prepared -c 8 -j 2 -T $SECS, synchronous_commit off, $ROUNDS alternating rounds"
+echo "$(pg_config --version); pgbench -M prepared -c 8 -j 2 -T $SECS, synchronous_commit off, $ROUNDS alternating rounds"
 printf '%-16s %12s %12s %7s  %s\n' case super_tps nolog_tps ratio rounds
 for f in idem_new idem_dup idem_cycle; do
 	s_sum=0 n_sum=0 per=

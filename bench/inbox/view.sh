@@ -55,7 +55,7 @@ SELECT 'wf_' || (g % 20), 'open_' || g,
   FROM (SELECT g, CASE WHEN g <= 100 THEN now() - make_interval(mins => 20 + g)
 					   ELSE now() - make_interval(secs => g % 60) END AS t
 		  FROM generate_series(1, 2100) g) s;
-SELECT setval('idem_gate.token_seq', $ROWS + 3000);
+SELECT setval('idem_gate.token_seq', $ROWS + 3000) \g /dev/null
 VACUUM ANALYZE idem_gate.claims;
 SQL
 echo "loaded $(q -c "SELECT count(*) FROM idem_gate.claims") claims in $(( $(date +%s) - start )) s;" \
