@@ -65,6 +65,50 @@ sub wait_for_worker
 		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate $type' AND pid <> $not_pid");
 }
 
+# N completed rows of workflow WF, keys PREFIX1..PREFIXN, expired 40 days
+# ago and more, the highest number the oldest
+sub expired_rows
+{
+	my ($node, $wf, $prefix, $n) = @_;
+	$node->safe_psql('postgres', qq{
+	INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
+		created_at, claimed_at, updated_at, completed_at)
+	SELECT '$wf', '$prefix' || g, 'completed', 1, nextval('idem_gate.token_seq'), '{}',
+		now() - interval '40 days' - g * interval '1 second',
+		now() - interval '40 days' - g * interval '1 second',
+		now() - interval '40 days' - g * interval '1 second',
+		now() - interval '40 days' - g * interval '1 second'
+	  FROM generate_series(1, $n) g});
+}
+
+# a DBA's trigger that holds the janitor's batch deleting KEY, in steps of
+# 50 ms, until public.hold_pass is emptied
+sub hold_pass_on
+{
+	my ($node, $key) = @_;
+	$node->safe_psql('postgres', qq{
+	CREATE TABLE public.hold_pass (on_key text);
+	INSERT INTO public.hold_pass VALUES ('$key');
+	CREATE FUNCTION public.slow_delete() RETURNS trigger LANGUAGE plpgsql AS \$\$
+	BEGIN
+		WHILE EXISTS (SELECT 1 FROM public.hold_pass h WHERE h.on_key OPERATOR(pg_catalog.=) OLD.key) LOOP
+			PERFORM pg_catalog.pg_sleep(0.05);
+		END LOOP;
+		RETURN OLD;
+	END \$\$;
+	CREATE TRIGGER slow_delete BEFORE DELETE ON idem_gate.claims
+		FOR EACH ROW EXECUTE FUNCTION public.slow_delete();});
+}
+
+sub drop_hold
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', q{
+	DROP TRIGGER slow_delete ON idem_gate.claims;
+	DROP FUNCTION public.slow_delete();
+	DROP TABLE public.hold_pass;});
+}
+
 my $node = PostgreSQL::Test::Cluster->new('main');
 $node->init(allows_streaming => 1);
 $node->append_conf('postgresql.conf', qq{
@@ -168,34 +212,15 @@ $node->safe_psql('postgres', 'ALTER SYSTEM RESET idem_gate.retention; SELECT pg_
 # client locks no longer holds a pass: the janitor skips it).
 $node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = '1h'; SELECT pg_reload_conf()});
 $node->poll_query_until('postgres', "SELECT current_setting('idem_gate.naptime') = '1h'");
+expired_rows($node, 'bulk', 'b', 20000);
 $node->safe_psql('postgres', q{
-	INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
-		created_at, claimed_at, updated_at, completed_at)
-	SELECT 'bulk', 'b' || g, 'completed', 1, nextval('idem_gate.token_seq'), '{}',
-		now() - interval '40 days' - g * interval '1 second',
-		now() - interval '40 days' - g * interval '1 second',
-		now() - interval '40 days' - g * interval '1 second',
-		now() - interval '40 days' - g * interval '1 second'
-	  FROM generate_series(1, 20000) g;
 	INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
 		created_at, claimed_at, updated_at, completed_at)
 	SELECT 'bulk', 'live' || g, 'completed', 1, nextval('idem_gate.token_seq'), '{}',
 		now(), now(), now(), now()
 	  FROM generate_series(1, 1000) g;
 });
-$node->safe_psql('postgres', q{
-	CREATE TABLE public.hold_pass (on_key text);
-	INSERT INTO public.hold_pass VALUES ('b20000');
-	CREATE FUNCTION public.slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-	BEGIN
-		WHILE EXISTS (SELECT 1 FROM public.hold_pass h WHERE h.on_key OPERATOR(pg_catalog.=) OLD.key) LOOP
-			PERFORM pg_catalog.pg_sleep(0.05);
-		END LOOP;
-		RETURN OLD;
-	END $$;
-	CREATE TRIGGER slow_delete BEFORE DELETE ON idem_gate.claims
-		FOR EACH ROW EXECUTE FUNCTION public.slow_delete();
-});
+hold_pass_on($node, 'b20000');
 # (the log at DEBUG1 while this pass starts: see the priority below)
 my $debug_offset = -s $node->logfile;
 $node->safe_psql('postgres',
@@ -238,11 +263,7 @@ ok($node->poll_query_until('postgres',
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM idem_gate.claims WHERE workflow = 'bulk' AND result = '{}' AND state = 'completed'"),
 	'1000', 'and every live row is intact');
-$node->safe_psql('postgres', q{
-	DROP TRIGGER slow_delete ON idem_gate.claims;
-	DROP FUNCTION public.slow_delete();
-	DROP TABLE public.hold_pass;
-});
+drop_hold($node);
 
 # a pass finishes its step when the claims stop in the middle of it.
 # While the gate is called, batches are a tenth of batch_size; a tenth that
@@ -252,27 +273,8 @@ $node->safe_psql('postgres', q{
 # gate was busy, then full batches again, all in the one pass.
 $node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = '1h'; SELECT pg_reload_conf()});
 $node->poll_query_until('postgres', "SELECT current_setting('idem_gate.naptime') = '1h'");
-$node->safe_psql('postgres', q{
-	INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, result,
-		created_at, claimed_at, updated_at, completed_at)
-	SELECT 'lull', 'l' || g, 'completed', 1, nextval('idem_gate.token_seq'), '{}',
-		now() - interval '40 days' - g * interval '1 second',
-		now() - interval '40 days' - g * interval '1 second',
-		now() - interval '40 days' - g * interval '1 second',
-		now() - interval '40 days' - g * interval '1 second'
-	  FROM generate_series(1, 3000) g;
-	CREATE TABLE public.hold_pass (on_key text);
-	INSERT INTO public.hold_pass VALUES ('l3000');
-	CREATE FUNCTION public.slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-	BEGIN
-		WHILE EXISTS (SELECT 1 FROM public.hold_pass h WHERE h.on_key OPERATOR(pg_catalog.=) OLD.key) LOOP
-			PERFORM pg_catalog.pg_sleep(0.05);
-		END LOOP;
-		RETURN OLD;
-	END $$;
-	CREATE TRIGGER slow_delete BEFORE DELETE ON idem_gate.claims
-		FOR EACH ROW EXECUTE FUNCTION public.slow_delete();
-});
+expired_rows($node, 'lull', 'l', 3000);
+hold_pass_on($node, 'l3000');
 $passes = $node->safe_psql('postgres', 'SELECT janitor_passes FROM idem_gate.stats');
 $node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = 1; SELECT pg_reload_conf()});
 $janitor = waiting_janitor($node);
@@ -287,13 +289,8 @@ is($node->safe_psql('postgres', "SELECT count(*) FROM idem_gate.claims WHERE wor
 	'0', 'and deleted every expired row, after the calls stopped too');
 is($node->safe_psql('postgres', 'SELECT janitor_passes FROM idem_gate.stats'), $passes + 1,
 	'in one pass');
-$node->safe_psql('postgres', q{
-	DROP TRIGGER slow_delete ON idem_gate.claims;
-	DROP FUNCTION public.slow_delete();
-	DROP TABLE public.hold_pass;
-	ALTER SYSTEM SET idem_gate.naptime = 1;
-	SELECT pg_reload_conf();
-});
+drop_hold($node);
+$node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = 1; SELECT pg_reload_conf()});
 
 # DROP EXTENSION while the worker runs: one log line, quiet idle; CREATE
 # again: it resumes
