@@ -116,7 +116,7 @@ export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
 [ -n "$RDIR" ] || export PATH="$BIN:$PATH"
 su_sql() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 owner_sql() { psql -X -q -At -v ON_ERROR_STOP=1 -U idem_owner -d idem_tle "$@"; }
-err_of() { psql -X -q -At -v VERBOSITY=sqlstate "$@" 2>&1 >/dev/null | sed -E 's/^(psql:[^E]*)?ERROR: +//' | head -1; }
+err_of() { psql -X -q -At -v VERBOSITY=sqlstate "$@" 2>&1 >/dev/null | sed -E 's/^(psql:.*:[0-9]+: )?ERROR: +//' | head -1; }
 check "preloaded: $preload, not idem_gate" "$(su_sql -c 'SHOW shared_preload_libraries')" "$preload"
 su_sql <<'SQL'
 CREATE ROLE idem_owner LOGIN CREATEDB CREATEROLE;

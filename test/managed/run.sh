@@ -62,8 +62,8 @@ export PGHOST=127.0.0.1 PGPORT=$MPORT PGUSER=postgres PGDATABASE=postgres
 su_sql() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 owner_sql() { psql -X -q -At -v ON_ERROR_STOP=1 -U idem_owner "$@"; }
 # the SQLSTATE and message of a failing statement, as "CODE message"
-err_of() { psql -X -q -At -v VERBOSITY=sqlstate "$@" 2>&1 >/dev/null | sed -E 's/^(psql:[^E]*)?ERROR: +//' | head -1; }
-err_msg() { psql -X -q -At "$@" 2>&1 >/dev/null | sed -nE 's/^(psql:[^E]*)?ERROR: +//p' | head -1; }
+err_of() { psql -X -q -At -v VERBOSITY=sqlstate "$@" 2>&1 >/dev/null | sed -E 's/^(psql:.*:[0-9]+: )?ERROR: +//' | head -1; }
+err_msg() { psql -X -q -At "$@" 2>&1 >/dev/null | sed -nE 's/^(psql:.*:[0-9]+: )?ERROR: +//p' | head -1; }
 
 # the committed files are what managed/build.py makes of the parts
 if /usr/bin/python3 "$ROOT/managed/build.py" --check >"$DIR/build.log" 2>&1; then
@@ -166,7 +166,7 @@ GRANT USAGE ON SCHEMA idem_gate TO acl_team;
 GRANT EXECUTE ON FUNCTION idem_claim(text, text, interval) TO acl_team;
 SELECT idem_gate.grant_workflow('acl_team', 'orders');
 SQL
-alice_claim() { psql -X -q -At -U acl_alice -d idem_nocron -v VERBOSITY=sqlstate -c "SELECT idem_claim('$1', '$2')" 2>&1 | sed -E 's/^(psql:[^E]*)?ERROR: +//'; }
+alice_claim() { psql -X -q -At -U acl_alice -d idem_nocron -v VERBOSITY=sqlstate -c "SELECT idem_claim('$1', '$2')" 2>&1 | sed -E 's/^(psql:.*:[0-9]+: )?ERROR: +//'; }
 check "before set_workflow_acl(): a member of the team claims any workflow" "$(alice_claim a1 billing)" "new"
 owner_sql -d idem_nocron -c "SELECT idem_gate.set_workflow_acl('acl_team', true)" -c "SELECT idem_gate.set_workflow_acl('acl_gone', true)" >/dev/null
 check "after set_workflow_acl('acl_team', true): its member is refused another workflow" "$(alice_claim a2 billing)" "42501"
