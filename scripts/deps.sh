@@ -12,7 +12,11 @@
 #                                 prometheus-postgres-exporter and promtool
 #   scripts/deps.sh --with-node   the test set and Node.js with npm (the n8n
 #                                 driver suite)
+#   scripts/deps.sh --bench       the test set and what some benchmarks
+#                                 compare with or measure by: Redis
+#                                 (bench/claim/floor.sh), perf and valgrind
 #   scripts/deps.sh --list [SET]  print the packages of a set, one a line
+#                                 (SET: --demo, --with-node or --bench)
 #
 # Safe to run again: it installs only what is missing, and nothing when
 # nothing is.  Needs root when something is missing.
@@ -21,11 +25,13 @@
 # running or enabled.  While it installs, /usr/sbin/policy-rc.d stops every
 # service from starting (unless the machine has a policy-rc.d of its own,
 # which is left as it is); afterwards every service that the new packages
-# enabled at boot (prometheus, prometheus-postgres-exporter, postgresql) is
-# disabled again, so nothing that was not enabled before starts at the next
-# boot.  A first install of postgresql-15 creates no cluster: Debian's
-# package would create and start the system cluster "main" (port 5432);
-# idem_gate's demo, tests and benchmarks use private clusters of their own.
+# enabled at boot (prometheus, prometheus-postgres-exporter, postgresql,
+# and with --bench redis-server: floor.sh starts a Redis of its own on a
+# private port) is disabled again, so nothing that was not enabled before
+# starts at the next boot.  A first install of postgresql-15 creates no
+# cluster: Debian's package would create and start the system cluster
+# "main" (port 5432); idem_gate's demo, tests and benchmarks use private
+# clusters of their own.
 # For the usual system cluster afterwards:
 #   pg_createcluster 15 main --start && systemctl enable postgresql
 set -euo pipefail
@@ -35,19 +41,22 @@ test_pkgs=("${demo_pkgs[@]}" postgresql-15-pgtap
 	libtap-parser-sourcehandler-pgtap-perl libipc-run-perl
 	postgresql-contrib postgresql-15-cron bc debootstrap python3-psycopg2
 	prometheus-postgres-exporter prometheus python3-yaml)
+bench_pkgs=("${test_pkgs[@]}" redis-server redis-tools linux-perf valgrind)
 
 set_name=test list=0
 for arg in "$@"; do
 	case "$arg" in
 	--demo) set_name=demo ;;
 	--with-node) set_name=node ;;
+	--bench) set_name=bench ;;
 	--list) list=1 ;;
-	*) echo "usage: $0 [--list] [--demo | --with-node]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--list] [--demo | --with-node | --bench]" >&2; exit 2 ;;
 	esac
 done
 case "$set_name" in
 demo) pkgs=("${demo_pkgs[@]}") ;;
 test) pkgs=("${test_pkgs[@]}") ;;
+bench) pkgs=("${bench_pkgs[@]}") ;;
 node)
 	pkgs=("${test_pkgs[@]}")
 	if [ "$list" = 1 ] || ! command -v node >/dev/null; then pkgs+=(nodejs npm); fi

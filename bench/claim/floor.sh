@@ -15,11 +15,8 @@ ROUNDS=${BENCH_ROUNDS:-3}
 PORT=${BENCH_PORT:-55437}
 RPORT=${REDIS_PORT:-56379}
 
-"$ROOT/scripts/deps.sh"
-for pkg in redis-server redis-tools linux-perf; do
-	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null
-done
+# Redis and perf too, with no service started or left enabled
+"$ROOT/scripts/deps.sh" --bench
 make -s -C "$ROOT" with_llvm=no >/dev/null && make -s -C "$ROOT" with_llvm=no install >/dev/null
 DIR=$(mktemp -d /tmp/idem_gate_bench.XXXXXX)
 chmod 755 "$DIR"

@@ -19,10 +19,8 @@ ROOT=$(cd "$here/../.." && pwd)
 N=${BENCH_N:-10000}
 [ $# -ge 1 ] || { echo "usage: $0 REV [REV ...]" >&2; exit 2; }
 
-"$ROOT/scripts/deps.sh"
-command -v valgrind >/dev/null || {
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null
-}
+# valgrind too
+"$ROOT/scripts/deps.sh" --bench
 BIN=$(pg_config --bindir)
 DIR=$(mktemp -d /tmp/idem_gate_instr.XXXXXX)
 chmod 755 "$DIR"

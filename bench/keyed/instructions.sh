@@ -24,10 +24,8 @@ NSECRETS=${BENCH_SECRETS:-1}
 PG_CONFIG=${PG_CONFIG:-pg_config}
 [ $# -ge 1 ] || { echo "usage: $0 REV [REV ...]" >&2; exit 2; }
 
-"$ROOT/scripts/deps.sh"
-command -v valgrind >/dev/null || {
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind >/dev/null
-}
+# valgrind too
+"$ROOT/scripts/deps.sh" --bench
 BIN=$("$PG_CONFIG" --bindir)
 DIR=$(mktemp -d /tmp/idem_gate_keyed_instr.XXXXXX)
 chmod 755 "$DIR"
