@@ -44,10 +44,16 @@ as_pg "$BIN/pg_ctl" -D "$WORK/pg" -l "$WORK/server.log" -w start -o "-p $PORT \
 	-c max_parallel_workers_per_gather=0 -c jit=off" >/dev/null
 export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres PGDATABASE=postgres
 
-# The Stripe-like shape: events of the throughput corpus in one array.
+# The Stripe-like shape: events of the throughput corpus in one array of
+# MB megabytes.  The corpus's events average about 3,000 bytes; twice as
+# many as that needs are generated, and the array takes them until it has
+# its size (bytes counted by awk in the C locale).
 (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-node "$HERE/gen_corpus.mjs" $((MB * 1000000 / 4300)) 7 |
-	awk 'BEGIN { printf "[" } NR > 1 { printf "," } { printf "%s", $0 } END { printf "]\n" }' \
+node "$HERE/gen_corpus.mjs" $((MB * 1000000 / 1500 + 1)) 7 |
+	LC_ALL=C awk -v want=$((MB * 1000000)) '
+		BEGIN { printf "["; n = 2 }
+		n < want { if (NR > 1) { printf ","; n++ } printf "%s", $0; n += length($0) }
+		END { printf "]\n" }' \
 	> "$WORK/stripe.json"
 chmod 644 "$WORK/stripe.json"
 
