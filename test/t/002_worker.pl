@@ -8,6 +8,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time sleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use JanitorHold;
 
 my $helpers = q{
 CREATE FUNCTION make_claim(k text, w text, st text, age interval) RETURNS void
@@ -29,24 +32,6 @@ sub worker_pid
 	my ($node, $type) = @_;
 	return $node->safe_psql('postgres',
 		"SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE backend_type = 'idem_gate $type'");
-}
-
-# the pid of a janitor held in a pass, once there is one.  The hold sleeps
-# in steps of 50 ms, so its wait event flickers: the pid is read by the same
-# query that sees it sleeping, never by a second one
-sub waiting_janitor
-{
-	my ($node, $not_pid) = @_;
-	$not_pid //= 0;
-	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
-	while (time < $deadline)
-	{
-		my $pid = $node->safe_psql('postgres',
-			"SELECT pid FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND wait_event = 'PgSleep' AND pid <> $not_pid");
-		return $pid if $pid =~ /^\d+$/;
-		sleep 0.1;
-	}
-	return 0;
 }
 
 # the nice value of a process (field 19 of /proc/PID/stat)
@@ -79,34 +64,6 @@ sub expired_rows
 		now() - interval '40 days' - g * interval '1 second',
 		now() - interval '40 days' - g * interval '1 second'
 	  FROM generate_series(1, $n) g});
-}
-
-# a DBA's trigger that holds the janitor's batch deleting KEY, in steps of
-# 50 ms, until public.hold_pass is emptied
-sub hold_pass_on
-{
-	my ($node, $key) = @_;
-	$node->safe_psql('postgres', qq{
-	CREATE TABLE public.hold_pass (on_key text);
-	INSERT INTO public.hold_pass VALUES ('$key');
-	CREATE FUNCTION public.slow_delete() RETURNS trigger LANGUAGE plpgsql AS \$\$
-	BEGIN
-		WHILE EXISTS (SELECT 1 FROM public.hold_pass h WHERE h.on_key OPERATOR(pg_catalog.=) OLD.key) LOOP
-			PERFORM pg_catalog.pg_sleep(0.05);
-		END LOOP;
-		RETURN OLD;
-	END \$\$;
-	CREATE TRIGGER slow_delete BEFORE DELETE ON idem_gate.claims
-		FOR EACH ROW EXECUTE FUNCTION public.slow_delete();});
-}
-
-sub drop_hold
-{
-	my ($node) = @_;
-	$node->safe_psql('postgres', q{
-	DROP TRIGGER slow_delete ON idem_gate.claims;
-	DROP FUNCTION public.slow_delete();
-	DROP TABLE public.hold_pass;});
 }
 
 my $node = PostgreSQL::Test::Cluster->new('main');
@@ -220,12 +177,12 @@ $node->safe_psql('postgres', q{
 		now(), now(), now(), now()
 	  FROM generate_series(1, 1000) g;
 });
-hold_pass_on($node, 'b20000');
+hold_pass_on($node, 'postgres', 'b20000');
 # (the log at DEBUG1 while this pass starts: see the priority below)
 my $debug_offset = -s $node->logfile;
 $node->safe_psql('postgres',
 	q{ALTER SYSTEM SET log_min_messages = debug1; ALTER SYSTEM SET idem_gate.naptime = 1; SELECT pg_reload_conf()});
-my $janitor = waiting_janitor($node);
+my $janitor = waiting_janitor($node, 'postgres');
 ok($janitor, 'a pass is held in its first batch');
 
 # a pass yields the CPU to the clients: its process runs at nice 10, and
@@ -247,14 +204,14 @@ else
 		'lowering it reported no failure');
 }
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($janitor)");
-my $next = waiting_janitor($node, $janitor);
+my $next = waiting_janitor($node, 'postgres', $janitor);
 ok($next, 'pg_terminate_backend ends that pass; the next pass comes');
 $log_offset = -s $node->logfile;
 kill 'KILL', $next;
 ok($node->wait_for_log(qr/\(PID $next\) was terminated by signal 9/, $log_offset),
 	'kill -9 of the janitor: the postmaster restarts the cluster');
 $node->poll_query_until('postgres', 'SELECT true');	# the restart is over
-$node->safe_psql('postgres', 'DELETE FROM public.hold_pass');
+release_hold($node, 'postgres');
 ok($node->poll_query_until('postgres', 'SELECT janitor_passes > 0 FROM idem_gate.stats'),
 	'and the passes come back');
 ok($node->poll_query_until('postgres',
@@ -263,7 +220,7 @@ ok($node->poll_query_until('postgres',
 is($node->safe_psql('postgres',
 	"SELECT count(*) FROM idem_gate.claims WHERE workflow = 'bulk' AND result = '{}' AND state = 'completed'"),
 	'1000', 'and every live row is intact');
-drop_hold($node);
+drop_hold($node, 'postgres');
 
 # a pass finishes its step when the claims stop in the middle of it.
 # While the gate is called, batches are a tenth of batch_size; a tenth that
@@ -274,22 +231,22 @@ drop_hold($node);
 $node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = '1h'; SELECT pg_reload_conf()});
 $node->poll_query_until('postgres', "SELECT current_setting('idem_gate.naptime') = '1h'");
 expired_rows($node, 'lull', 'l', 3000);
-hold_pass_on($node, 'l3000');
+hold_pass_on($node, 'postgres', 'l3000');
 $passes = $node->safe_psql('postgres', 'SELECT janitor_passes FROM idem_gate.stats');
 $node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = 1; SELECT pg_reload_conf()});
-$janitor = waiting_janitor($node);
+$janitor = waiting_janitor($node, 'postgres');
 ok($janitor, 'a pass is held in its first batch of the lull workflow');
 $node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = '1h'; SELECT pg_reload_conf()});
 $node->poll_query_until('postgres', "SELECT current_setting('idem_gate.naptime') = '1h'");
 $node->safe_psql('postgres', "SELECT idem_claim('during_pass', 'wf')");
-$node->safe_psql('postgres', 'DELETE FROM public.hold_pass');
+release_hold($node, 'postgres');
 ok($node->poll_query_until('postgres', "SELECT janitor_passes = $passes + 1 FROM idem_gate.stats"),
 	'the pass ends');
 is($node->safe_psql('postgres', "SELECT count(*) FROM idem_gate.claims WHERE workflow = 'lull'"),
 	'0', 'and deleted every expired row, after the calls stopped too');
 is($node->safe_psql('postgres', 'SELECT janitor_passes FROM idem_gate.stats'), $passes + 1,
 	'in one pass');
-drop_hold($node);
+drop_hold($node, 'postgres');
 $node->safe_psql('postgres', q{ALTER SYSTEM SET idem_gate.naptime = 1; SELECT pg_reload_conf()});
 
 # DROP EXTENSION while the worker runs: one log line, quiet idle; CREATE

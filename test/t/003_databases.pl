@@ -11,6 +11,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time sleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use JanitorHold;
 
 # an expired completed claim (40 days old unless told: the default
 # retention is 30)
@@ -60,34 +63,14 @@ sub gate_db
 }
 
 # an expired claim key in db, a day older than old_claim's so that a pass
-# meets it first, and a DBA's trigger that holds the pass deleting it for
-# as long as the test needs (a row a client locks no longer holds a pass:
-# the janitor skips it); release_hold() lets the pass go on
+# meets it first, held (JanitorHold) for as long as the test needs;
+# release_hold() lets the pass go on
 sub lock_claim
 {
 	my ($node, $db, $key) = @_;
 	old_claim($node, $db, $key, 41);
-	$node->safe_psql($db, qq{
-		CREATE TABLE IF NOT EXISTS public.hold_pass (on_key text);
-		CREATE OR REPLACE FUNCTION public.hold_pass() RETURNS trigger LANGUAGE plpgsql AS \$\$
-		BEGIN
-			WHILE EXISTS (SELECT 1 FROM public.hold_pass h WHERE h.on_key OPERATOR(pg_catalog.=) OLD.key) LOOP
-				PERFORM pg_catalog.pg_sleep(0.05);
-			END LOOP;
-			RETURN OLD;
-		END \$\$;
-		DROP TRIGGER IF EXISTS hold_pass ON idem_gate.claims;
-		CREATE TRIGGER hold_pass BEFORE DELETE ON idem_gate.claims
-			FOR EACH ROW EXECUTE FUNCTION public.hold_pass();
-		INSERT INTO public.hold_pass VALUES ('$key');
-	});
+	hold_pass_on($node, $db, $key);
 	return [ $node, $db, $key ];
-}
-
-sub release_hold
-{
-	my ($hold) = @_;
-	$hold->[0]->safe_psql($hold->[1], "DELETE FROM public.hold_pass WHERE on_key = '$hold->[2]'");
 }
 
 # the pid of a janitor at work in a database, once there is one
@@ -99,22 +82,6 @@ sub janitor_in
 	  or return 0;
 	return $node->safe_psql('postgres',
 		"SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND datname = '$db'");
-}
-
-# the pid of a janitor held in a pass in a database, once there is one; read
-# by the query that sees it sleeping, since the hold sleeps in 50 ms steps
-sub waiting_janitor
-{
-	my ($node, $db, $not_pid) = @_;
-	my $q = "SELECT pid FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND datname = '$db' AND wait_event = 'PgSleep' AND pid <> $not_pid";
-	my $deadline = time + $PostgreSQL::Test::Utils::timeout_default;
-	while (time < $deadline)
-	{
-		my $pid = $node->safe_psql('postgres', $q);
-		return $pid if $pid =~ /^\d+$/;
-		sleep 0.1;
-	}
-	return 0;
 }
 
 sub set_and_reload
@@ -204,7 +171,7 @@ my $waiting = $node->safe_psql('postgres',
 	"SELECT string_agg(datname, ',' ORDER BY datname) FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor'");
 my ($idle) = grep { $waiting !~ /\b$_\b/ } qw(db1 db2 db3);
 ok($idle, "the third database waits for a free janitor ($waiting at work)");
-release_hold($blockers{$_}) for qw(db1 db2 db3);
+release_hold(@{$blockers{$_}}) for qw(db1 db2 db3);
 ok(gone($node, $_, 'locked'), "once released every pass finishes ($_)") for qw(db1 db2 db3);
 
 # a launcher that ends (pg_terminate_backend; the postmaster starts it again
@@ -227,7 +194,7 @@ sleep 3;	# three of the new launcher's naptimes
 is($node->safe_psql('postgres',
 	"SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE backend_type = 'idem_gate janitor' AND datname = 'db1'"),
 	$first, "the new launcher starts no second janitor beside its predecessor's");
-release_hold($holder1);
+release_hold(@{$holder1});
 ok(gone($node, 'db1', 'locked'), 'and that pass finishes');
 
 # a database without the extension: nothing logged; installed later, it is
@@ -287,7 +254,7 @@ my $dropper = $node->background_psql('dropx');
 $dropper->query_until(qr/go/, "\\echo go\nDROP EXTENSION idem_gate CASCADE;\n");
 $node->poll_query_until('postgres',
 	"SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = 'dropx' AND query LIKE 'DROP EXTENSION%' AND wait_event_type = 'Lock'");
-release_hold($holder);
+release_hold(@{$holder});
 $dropper->quit;
 ok($node->wait_for_log(qr/\[$dropx_janitor\] LOG:  idem_gate janitor: extension idem_gate is not installed in database "dropx"; idling/,
 	$log_offset), 'DROP EXTENSION during a pass: the janitor says it idles');
@@ -311,7 +278,7 @@ is(count_rows($node, 'nap_b', "key = 'unseen'"), '1',
 	'a database created after the scan is not served before the next one');
 $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 ok(gone($node, 'nap_b', 'unseen'), 'it is at the next reload');
-release_hold($holder);
+release_hold(@{$holder});
 set_and_reload($node, 'ALTER SYSTEM RESET idem_gate.naptime');
 ok(gone($node, 'nap_a', 'locked'), 'and the waiting pass finishes');
 $node->safe_psql('postgres', "DROP DATABASE $_") for qw(nap_a nap_b);
@@ -332,7 +299,7 @@ $node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 $node->wait_for_log(qr/received SIGHUP/, $log_offset);
 sleep 3;	# the launcher's scan after the reload lists late_closed, open
 $node->safe_psql('postgres', 'ALTER DATABASE late_closed ALLOW_CONNECTIONS false');
-release_hold($holder);
+release_hold(@{$holder});
 ok($node->wait_for_log(qr/LOG:  idem_gate janitor: database "late_closed" no longer allows connections; the janitor skips it/,
 	$log_offset), 'a pass started from the older list for a database closed since skips it');
 unlike(slurp_file($node->logfile, $log_offset), qr/FATAL/, 'no janitor failed to connect');
@@ -393,7 +360,7 @@ kill 'KILL', $next;
 ok($node->wait_for_log(qr/\(PID $next\) was terminated by signal 9/, $log_offset),
 	'kill -9 of a janitor during a pass: the postmaster restarts the cluster');
 $node->poll_query_until('postgres', 'SELECT true');	# the restart is over
-release_hold($blocker);
+release_hold(@{$blocker});
 ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'idem_gate launcher'"),
 	'after the crash restart the launcher is back');
 ok(gone($node, 'db2', 'crash_db2'), 'db2 is served again');
