@@ -62,7 +62,10 @@ if [ "${BENCH_PERF:-1}" = 1 ] && command -v perf >/dev/null; then
 	wait
 	echo
 	echo "perf: where one backend's time goes on the duplicate path (by shared object, then idem_gate's functions)"
-	perf report -i "$DIR/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -8
-	perf report -i "$DIR/perf.data" --no-children --sort sym --dsos idem_gate.so --stdio 2>/dev/null |
-		grep -E '^ +[0-9]' | head -10
+	# flat tables: without -g none, the call chains recorded with -g print
+	# under each line, as raw addresses in Debian's stripped postgres
+	perf report -i "$DIR/perf.data" --no-children -g none --sort dso --stdio 2>/dev/null |
+		grep -E '^ +[0-9.]+%' | head -8
+	perf report -i "$DIR/perf.data" --no-children -g none --sort sym --dsos idem_gate.so --stdio 2>/dev/null |
+		grep -E '^ +[0-9.]+%' | head -10
 fi
