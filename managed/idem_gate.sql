@@ -168,14 +168,32 @@ $$;
 REVOKE ALL ON FUNCTION idem_gate.m_setting(pg_catalog.text, pg_catalog.text) FROM PUBLIC;
 
 /*
- * A setting with a unit, as PostgreSQL reads one of the C edition's: a
- * time in seconds ('30d', '15min', '10s', '500ms'; a bare number is
- * seconds) or a size in bytes ('1MB', '8kB'; a bare number is bytes).  A
- * value that is not one, or is outside [lo, hi], the C edition's bounds of
- * the setting, is refused like PostgreSQL refuses it (22023).  The C
- * edition refuses it at SET; here it is refused at its first use, so that
- * a value that could never be set there cannot silently turn a feature
- * off here (a stuck_after of 0 would never announce a claim).
+ * The hint of a setting refused at its first use (m_setting_number, the
+ * janitor's stuck_action): where a value a call meets may have come from,
+ * since that is not where the call was made.
+ */
+CREATE FUNCTION idem_gate.m_setting_hint(name pg_catalog.text)
+	RETURNS pg_catalog.text
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+SELECT pg_catalog.format('The managed edition reads %s where it is used, not at SET: correct or RESET it where it was set (SET, ALTER ROLE ... SET or ALTER DATABASE ... SET).', name)
+$$;
+
+REVOKE ALL ON FUNCTION idem_gate.m_setting_hint(pg_catalog.text) FROM PUBLIC;
+
+/*
+ * A number setting, as PostgreSQL reads one of the C edition's: a time in
+ * seconds (unit 's': '30d', '15min', '10s', '500ms'; a bare number is
+ * seconds), a size in bytes (unit 'B': '1MB', '8kB'; a bare number is
+ * bytes) or a count (unit '': a bare number only).  A value that is not
+ * one, or is outside [lo, hi], the C edition's bounds of the setting, is
+ * refused like PostgreSQL refuses it (22023).  The C edition refuses it at
+ * SET; here it is refused at its first use, so that a value that could
+ * never be set there cannot silently turn a feature off here (a
+ * stuck_after of 0 would never announce a claim).  That first use may be
+ * far from the SET (a call of a workflow, a janitor pass of pg_cron), so
+ * the hint says where the value comes from.
  */
 CREATE FUNCTION idem_gate.m_setting_number(name pg_catalog.text, dflt pg_catalog.text,
 										   unit pg_catalog.text, lo pg_catalog.float8 DEFAULT NULL,
@@ -190,30 +208,29 @@ DECLARE
 	f pg_catalog.float8;
 BEGIN
 	m := pg_catalog.regexp_match(pg_catalog.btrim(v), '^(-?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)$');
-	IF m IS NULL THEN
-		RAISE EXCEPTION 'invalid value for parameter "%": "%"', name, v
-			USING ERRCODE = '22023';
-	END IF;
-	f := m[1]::pg_catalog.float8;
-	IF unit OPERATOR(pg_catalog.=) 's' THEN
-		f := f OPERATOR(pg_catalog.*) CASE m[2]
-			WHEN '' THEN 1 WHEN 'ms' THEN 0.001 WHEN 's' THEN 1 WHEN 'min' THEN 60
-			WHEN 'h' THEN 3600 WHEN 'd' THEN 86400 ELSE NULL END;
-	ELSE
-		f := f OPERATOR(pg_catalog.*) CASE m[2]
-			WHEN '' THEN 1 WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576
-			WHEN 'GB' THEN 1073741824 ELSE NULL END;
+	IF m IS NOT NULL THEN
+		f := m[1]::pg_catalog.float8 OPERATOR(pg_catalog.*) CASE
+			WHEN m[2] OPERATOR(pg_catalog.=) '' THEN 1
+			WHEN unit OPERATOR(pg_catalog.=) 's' THEN CASE m[2]
+				WHEN 'ms' THEN 0.001 WHEN 's' THEN 1 WHEN 'min' THEN 60
+				WHEN 'h' THEN 3600 WHEN 'd' THEN 86400 ELSE NULL END
+			WHEN unit OPERATOR(pg_catalog.=) 'B' THEN CASE m[2]
+				WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576
+				WHEN 'GB' THEN 1073741824 ELSE NULL END
+			ELSE NULL END;
 	END IF;
 	IF f IS NULL THEN
 		RAISE EXCEPTION 'invalid value for parameter "%": "%"', name, v
 			USING ERRCODE = '22023',
-				  HINT = CASE WHEN unit OPERATOR(pg_catalog.=) 's'
-						 THEN 'Valid units for this parameter are "ms", "s", "min", "h", and "d".'
-						 ELSE 'Valid units for this parameter are "B", "kB", "MB", and "GB".' END;
+				  HINT = CASE unit
+						 WHEN 's' THEN 'Valid units for this parameter are "ms", "s", "min", "h", and "d". '
+						 WHEN 'B' THEN 'Valid units for this parameter are "B", "kB", "MB", and "GB". '
+						 ELSE 'This parameter takes a number without a unit. ' END
+						 OPERATOR(pg_catalog.||) idem_gate.m_setting_hint(name);
 	END IF;
 	IF f OPERATOR(pg_catalog.<) lo OR f OPERATOR(pg_catalog.>) hi THEN
 		RAISE EXCEPTION '% is outside the valid range for parameter "%" (% .. %)', v, name, lo, hi
-			USING ERRCODE = '22023';
+			USING ERRCODE = '22023', HINT = idem_gate.m_setting_hint(name);
 	END IF;
 	RETURN f;
 END
@@ -2195,7 +2212,7 @@ BEGIN
 								  NULL, error);
 	IF NOT retry THEN
 		PERFORM idem_gate.m_announce(workflow, 'needs_review');
-	ELSIF r.attempt OPERATOR(pg_catalog.=) idem_gate.m_setting_number('idem_gate.max_attempts', '5', 'B', 1, 1000000) THEN
+	ELSIF r.attempt OPERATOR(pg_catalog.=) idem_gate.m_setting_number('idem_gate.max_attempts', '5', '', 1, 1000000) THEN
 		/* announced at the max_attempts-th failure only; the digest tells the rest */
 		PERFORM idem_gate.m_announce(workflow, 'failing');
 	END IF;
@@ -3048,7 +3065,8 @@ BEGIN
 	IF idem_gate.m_setting('idem_gate.stuck_action', 'alert') OPERATOR(pg_catalog.<>) ALL (ARRAY['alert', 'review']) THEN
 		RAISE EXCEPTION 'invalid value for parameter "idem_gate.stuck_action": "%"',
 			idem_gate.m_setting('idem_gate.stuck_action', 'alert')
-			USING ERRCODE = '22023', HINT = 'Available values: alert, review.';
+			USING ERRCODE = '22023', HINT = 'Available values: alert, review. '
+				OPERATOR(pg_catalog.||) idem_gate.m_setting_hint('idem_gate.stuck_action');
 	END IF;
 	deleted_completed := 0;
 	deleted_failed := 0;

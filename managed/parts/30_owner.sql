@@ -285,7 +285,7 @@ BEGIN
 								  NULL, error);
 	IF NOT retry THEN
 		PERFORM idem_gate.m_announce(workflow, 'needs_review');
-	ELSIF r.attempt OPERATOR(pg_catalog.=) idem_gate.m_setting_number('idem_gate.max_attempts', '5', 'B', 1, 1000000) THEN
+	ELSIF r.attempt OPERATOR(pg_catalog.=) idem_gate.m_setting_number('idem_gate.max_attempts', '5', '', 1, 1000000) THEN
 		/* announced at the max_attempts-th failure only; the digest tells the rest */
 		PERFORM idem_gate.m_announce(workflow, 'failing');
 	END IF;

@@ -121,7 +121,8 @@ BEGIN
 	IF idem_gate.m_setting('idem_gate.stuck_action', 'alert') OPERATOR(pg_catalog.<>) ALL (ARRAY['alert', 'review']) THEN
 		RAISE EXCEPTION 'invalid value for parameter "idem_gate.stuck_action": "%"',
 			idem_gate.m_setting('idem_gate.stuck_action', 'alert')
-			USING ERRCODE = '22023', HINT = 'Available values: alert, review.';
+			USING ERRCODE = '22023', HINT = 'Available values: alert, review. '
+				OPERATOR(pg_catalog.||) idem_gate.m_setting_hint('idem_gate.stuck_action');
 	END IF;
 	deleted_completed := 0;
 	deleted_failed := 0;

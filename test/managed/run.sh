@@ -8,6 +8,9 @@
 #   - installing: as that role; LANGUAGE C refused to it; the refusals of a
 #     second install, of a database that holds the C extension, of a role
 #     that may not create schemas (each SQLSTATE and message);
+#   - the settings the C edition refuses at SET, refused at their first use
+#     (a call, a janitor pass): SQLSTATE, message, the hint that says where
+#     the value was set, nothing written;
 #   - the janitor scheduled by pg_cron (idem_gate.schedule_janitor()): a
 #     stuck claim is announced by the scheduled pass, and a gate nobody
 #     scheduled still answers;
@@ -49,6 +52,11 @@ ok() { echo "ok - $1"; pass=$((pass + 1)); }
 not_ok() { echo "not ok - $1"; fail=$((fail + 1)); }
 check() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1 (got '$2', expected '$3')"; fi; }
 finish() {
+	local rc=$?
+	# a script that stops early with nothing failed (a syntax error further
+	# down is only found when bash reaches it) must not pass: ended is set
+	# on its last line
+	[ -n "${ended:-}" ] || [ "$fail" -gt 0 ] || not_ok "the script stopped before its end (exit $rc)"
 	PG_MAJOR=$MAJOR "$ROOT/scripts/cluster.sh" stop "$DIR/m" >/dev/null 2>&1
 	if [ -n "${IDEM_MANAGED_KEEP:-}" ]; then echo "kept $DIR"; else rm -rf "$DIR"; fi
 	echo "$pass passed, $fail failed"
@@ -193,6 +201,44 @@ check "idem_key_forms() refuses a too-long key without quoting it" \
 check "... where idem_claim() quotes it" \
 	"$(err_msg -U idem_owner -d idem_nocron -c "SELECT idem_claim(repeat('p', 300), 'orders')" | cut -c1-8)" \
 	'key "ppp'
+# a setting the C edition refuses at SET is taken here and refused at its
+# first use: PostgreSQL's SQLSTATE and message, a hint that says where the
+# value comes from, and nothing written.  Each row: setting, value, the
+# call that first uses it, the message.  st_f is in flight, st_c completed
+# and expired under any retention
+owner_sql -d idem_nocron -o /dev/null <<'SQL'
+SELECT idem_claim('st_f', 'st_wf');
+SELECT idem_claim('st_c', 'st_wf');
+SELECT idem_complete('st_c', 'st_wf', NULL, '{}');
+UPDATE idem_gate.claims SET created_at = created_at - interval '400 days',
+	claimed_at = claimed_at - interval '400 days', updated_at = updated_at - interval '400 days',
+	completed_at = completed_at - interval '400 days' WHERE key = 'st_c';
+SQL
+st_rows() { owner_sql -d idem_nocron -c "SELECT string_agg(key || ':' || state || ':' || attempt || ':' || coalesce(last_error, '') || ':' || (payload IS NULL), ',' ORDER BY key) FROM idem_gate.claims WHERE workflow = 'st_wf'"; }
+st_before=$(st_rows)
+st_fail="SELECT idem_fail('st_f', 'st_wf', NULL, 'x', true)"
+st_pay="SELECT outcome FROM idem_claim_ex('st_p', 'st_wf', NULL, NULL, NULL, '{\"a\": 1}')"
+st_jan="SELECT deleted_completed FROM idem_gate.janitor_run()"
+while IFS='|' read -r setting value call message; do
+	out=$(psql -X -q -At -U idem_owner -d idem_nocron -v VERBOSITY=verbose \
+		-c "SET $setting = '$value'" -c "$call" 2>&1 >/dev/null)
+	check "$setting = '$value' is refused at its first use: 22023, named" \
+		"$(echo "$out" | sed -nE 's/^(psql:.*:[0-9]+: )?ERROR: +//p' | head -1)" "22023: $message"
+	check "... with a hint that says where it was set" \
+		"$(echo "$out" | grep -c "^HINT: .*reads $setting where it is used, not at SET: correct or RESET it where it was set")" 1
+	check "... and nothing written" "$(st_rows)" "$st_before"
+done <<EOF
+idem_gate.max_attempts|0|$st_fail|0 is outside the valid range for parameter "idem_gate.max_attempts" (1 .. 1000000)
+idem_gate.max_attempts|many|$st_fail|invalid value for parameter "idem_gate.max_attempts": "many"
+idem_gate.max_attempts|5kB|$st_fail|invalid value for parameter "idem_gate.max_attempts": "5kB"
+idem_gate.max_payload_bytes|-1|$st_pay|-1 is outside the valid range for parameter "idem_gate.max_payload_bytes" (0 .. 268435456)
+idem_gate.max_payload_bytes|2 XB|$st_pay|invalid value for parameter "idem_gate.max_payload_bytes": "2 XB"
+idem_gate.retention|0|$st_jan|0 is outside the valid range for parameter "idem_gate.retention" (1 .. 2147483647)
+idem_gate.retention|30 days|$st_jan|invalid value for parameter "idem_gate.retention": "30 days"
+idem_gate.stuck_action|delete|$st_jan|invalid value for parameter "idem_gate.stuck_action": "delete"
+EOF
+check "with the settings mended, the same calls go through" \
+	"$(owner_sql -d idem_nocron -c "$st_fail" -c "$st_pay" -c "$st_jan")" "$(printf 'failed_retryable\nnew\n1')"
 cron_version=$(su_sql -d idem_managed -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_cron'")
 case "$cron_version" in 1.[0-4]*) every='* * * * *' wait=75 ;; *) every='2 seconds' wait=20 ;; esac
 owner_sql -d idem_managed -c "INSERT INTO idem_gate.policies (workflow, stuck_after) VALUES ('cron_wf', '1 second')" \
@@ -374,3 +420,4 @@ check "a role restricted with set_workflow_acl() is restricted by the catalog se
 	"{idem_gate.workflow_acl=on}"
 check "a second move is refused" "$(err_msg -d idem_managed -f "$ROOT/managed/to_extension.sql")" \
 	"this database holds idem_gate, the C extension, already"
+ended=1
