@@ -45,6 +45,11 @@ check() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1 (got '$2', expected 
 die() { not_ok "$1"; exit 1; }
 DIR= RDIR=
 finish() {
+	local rc=$?
+	# a script that stops early with nothing failed (a syntax error further
+	# down is only found when bash reaches it) must not pass: ended is set
+	# on its last line
+	[ -n "${ended:-}" ] || [ "$fail" -gt 0 ] || not_ok "the script stopped before its end (exit $rc)"
 	if [ -n "$DIR" ]; then
 		cluster stop "$DIR/m" >/dev/null 2>&1
 		[ -z "$RDIR" ] || rm -rf --one-file-system "$RDIR$DIR"
@@ -217,3 +222,4 @@ if [ -f "$RDIR$SHAREDIR/extension/idem_gate.control" ]; then
 else
 	not_ok "the C extension is not installed in $RDIR$SHAREDIR: make install PG_CONFIG=$PG_CONFIG, for the differential test"
 fi
+ended=1

@@ -27,6 +27,11 @@ ok() { echo "ok - $1"; pass=$((pass + 1)); }
 not_ok() { echo "not ok - $1"; fail=$((fail + 1)); }
 check() { if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1 (got '$2', expected '$3')"; fi; }
 finish() {
+	local rc=$?
+	# a script that stops early with nothing failed (a syntax error further
+	# down is only found when bash reaches it) must not pass: ended is set
+	# on its last line
+	[ -n "${ended:-}" ] || [ "$fail" -gt 0 ] || not_ok "the script stopped before its end (exit $rc)"
 	PG_MAJOR= "$ROOT/scripts/cluster.sh" stop "$DIR/blue" >/dev/null 2>&1
 	psql -X -q -d postgres -c "DROP DATABASE IF EXISTS restored" -c "DROP DATABASE IF EXISTS green" >/dev/null 2>&1
 	rm -rf "$DIR"
@@ -122,3 +127,4 @@ check "audit ids continue after the replicated ones" \
 target -d green -c "DROP SUBSCRIPTION idem_gate_move" >/dev/null 2>&1 ||
 	{ target -d green -c "ALTER SUBSCRIPTION idem_gate_move SET (slot_name = NONE)" >/dev/null;
 	  target -d green -c "DROP SUBSCRIPTION idem_gate_move" >/dev/null; }
+ended=1
