@@ -29,7 +29,16 @@ $node->safe_psql('src', q{
 	SELECT idem_fail('k_review', 'wf', NULL, 'after', false);
 	INSERT INTO idem_gate.policies (workflow, retention) VALUES ('wf', '40 days');
 	SELECT nextval('idem_gate.token_seq') FROM generate_series(1, 100);
+	CREATE ROLE dump_ops_kept;
+	CREATE ROLE dump_ops_gone;
+	SELECT idem_gate.grant_workflow('dump_ops_kept', 'orders_%');
+	SELECT idem_gate.grant_workflow('dump_ops_gone', 'payments_%');
+	DROP ROLE dump_ops_gone;
 });
+# DROP ROLE leaves a grant behind (a regrole records no dependency), its
+# role a bare oid that a restore elsewhere would read as another role
+is($node->safe_psql('src', "SELECT count(*) FROM idem_gate.workflow_acl WHERE role::text ~ '^[0-9]+\$'"),
+	'1', 'the dropped role\'s grant is still in the table, as an oid');
 my $rows_before = $node->safe_psql('src',
 	'SELECT key, state, attempt, token, result, token_issued FROM idem_gate.claims ORDER BY key');
 my $seq_before = $node->safe_psql('src', 'SELECT last_value FROM idem_gate.token_seq');
@@ -52,6 +61,8 @@ is($node->safe_psql('dst', "SELECT result FROM idem_claim_ex('k_completed', 'wf'
 	'{"charge": "ch_1"}', 'with its receipt');
 is($node->safe_psql('dst', 'SELECT retention FROM idem_gate.policies'), '40 days',
 	'the policies are restored');
+is($node->safe_psql('dst', 'SELECT role::text || \' \' || pattern FROM idem_gate.workflow_acl ORDER BY 1'),
+	'dump_ops_kept orders_%', 'the workflow grants of existing roles are restored, and not the dropped role\'s');
 is($node->safe_psql('dst', "SELECT count(*) FROM idem_gate.audit WHERE reason = 'checked by hand'"),
 	'1', 'the audit trail is restored');
 is($node->safe_psql('dst', 'SELECT last_value FROM idem_gate.token_seq'), $seq_before,
