@@ -270,7 +270,9 @@ BEGIN
 						 THEN 'An empty key would make every delivery without an id one event; refuse such deliveries before claiming.'
 						 ELSE 'Pass the name of the side effect the key protects, such as ''stripe_charge''.' END;
 	END IF;
-	max_len := COALESCE(NULLIF(pg_catalog.current_setting('idem_gate.max_key_length', true), '')::pg_catalog.int4, 255);
+	/* unset, the common case, without parsing: this runs twice a call */
+	max_len := CASE WHEN NULLIF(pg_catalog.current_setting('idem_gate.max_key_length', true), '') IS NULL THEN 255
+					ELSE idem_gate.m_setting_number('idem_gate.max_key_length', '255', '', 1, 1000)::pg_catalog.int4 END;
 	IF bytes OPERATOR(pg_catalog.>) max_len THEN
 		chars := pg_catalog.char_length(v);
 		IF chars OPERATOR(pg_catalog.>) max_len THEN
@@ -674,10 +676,13 @@ REVOKE ALL ON FUNCTION idem_gate.m_owner() FROM PUBLIC;
  * services where it may not run ALTER ROLE ... SET idem_gate.workflow_acl.
  * In schema idem_gate_call, beside the bodies, because only the managed
  * edition has it; no role but the owner reads or writes it.  A role is
- * kept by its oid: a role dropped since is skipped, never an error.
+ * kept as a regrole, which pg_dump writes by name: a restore into another
+ * cluster, where the role has another oid, restricts the same role (a
+ * bare oid restricted whichever role had it there, and left the role
+ * itself free).  A role dropped since is skipped, never an error.
  */
 CREATE TABLE idem_gate_call.workflow_acl_roles (
-	roleid pg_catalog.oid PRIMARY KEY
+	roleid pg_catalog.regrole PRIMARY KEY
 );
 
 REVOKE ALL ON idem_gate_call.workflow_acl_roles FROM PUBLIC;
@@ -775,8 +780,8 @@ BEGIN
 	   OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) role) THEN
 		RETURN false;
 	END IF;
-	IF COALESCE(pg_catalog.current_setting('idem_gate.workflow_acl', true), 'off')
-		   OPERATOR(pg_catalog.=) ANY (ARRAY['on', 'true', 'yes', '1'])
+	IF pg_catalog.lower(COALESCE(pg_catalog.current_setting('idem_gate.workflow_acl', true), 'off'))
+		   OPERATOR(pg_catalog.=) ANY (ARRAY['on', 'true', 'yes', '1', 't', 'y', 'tr', 'tru', 'ye'])
 	   OR idem_gate.m_role_setting_on(role) THEN
 		RETURN true;
 	END IF;

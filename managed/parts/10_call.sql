@@ -153,7 +153,9 @@ BEGIN
 						 THEN 'An empty key would make every delivery without an id one event; refuse such deliveries before claiming.'
 						 ELSE 'Pass the name of the side effect the key protects, such as ''stripe_charge''.' END;
 	END IF;
-	max_len := COALESCE(NULLIF(pg_catalog.current_setting('idem_gate.max_key_length', true), '')::pg_catalog.int4, 255);
+	/* unset, the common case, without parsing: this runs twice a call */
+	max_len := CASE WHEN NULLIF(pg_catalog.current_setting('idem_gate.max_key_length', true), '') IS NULL THEN 255
+					ELSE idem_gate.m_setting_number('idem_gate.max_key_length', '255', '', 1, 1000)::pg_catalog.int4 END;
 	IF bytes OPERATOR(pg_catalog.>) max_len THEN
 		chars := pg_catalog.char_length(v);
 		IF chars OPERATOR(pg_catalog.>) max_len THEN

@@ -37,10 +37,13 @@ REVOKE ALL ON FUNCTION idem_gate.m_owner() FROM PUBLIC;
  * services where it may not run ALTER ROLE ... SET idem_gate.workflow_acl.
  * In schema idem_gate_call, beside the bodies, because only the managed
  * edition has it; no role but the owner reads or writes it.  A role is
- * kept by its oid: a role dropped since is skipped, never an error.
+ * kept as a regrole, which pg_dump writes by name: a restore into another
+ * cluster, where the role has another oid, restricts the same role (a
+ * bare oid restricted whichever role had it there, and left the role
+ * itself free).  A role dropped since is skipped, never an error.
  */
 CREATE TABLE idem_gate_call.workflow_acl_roles (
-	roleid pg_catalog.oid PRIMARY KEY
+	roleid pg_catalog.regrole PRIMARY KEY
 );
 REVOKE ALL ON idem_gate_call.workflow_acl_roles FROM PUBLIC;
 
@@ -134,8 +137,8 @@ BEGIN
 	   OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) role) THEN
 		RETURN false;
 	END IF;
-	IF COALESCE(pg_catalog.current_setting('idem_gate.workflow_acl', true), 'off')
-		   OPERATOR(pg_catalog.=) ANY (ARRAY['on', 'true', 'yes', '1'])
+	IF pg_catalog.lower(COALESCE(pg_catalog.current_setting('idem_gate.workflow_acl', true), 'off'))
+		   OPERATOR(pg_catalog.=) ANY (ARRAY['on', 'true', 'yes', '1', 't', 'y', 'tr', 'tru', 'ye'])
 	   OR idem_gate.m_role_setting_on(role) THEN
 		RETURN true;
 	END IF;

@@ -179,6 +179,11 @@ check "before set_workflow_acl(): a member of the team claims any workflow" "$(a
 owner_sql -d idem_nocron -c "SELECT idem_gate.set_workflow_acl('acl_team', true)" -c "SELECT idem_gate.set_workflow_acl('acl_gone', true)" >/dev/null
 check "after set_workflow_acl('acl_team', true): its member is refused another workflow" "$(alice_claim a2 billing)" "42501"
 check "... and claims its granted one" "$(alice_claim a3 orders)" "new"
+# what pg_dump writes of the restricted roles (its COPY ... TO stdout):
+# names, which a restore into another cluster reads as the same roles
+check "a dump names the restricted roles, not their oids" \
+	"$(su_sql -d idem_nocron -c "COPY idem_gate_call.workflow_acl_roles TO stdout" | sort | tr '\n' ' ')" \
+	"acl_gone acl_team "
 check "only the owner may call set_workflow_acl()" \
 	"$(err_of -U acl_alice -d idem_nocron -c "SELECT idem_gate.set_workflow_acl('acl_alice', false)")" "42501"
 check "set_workflow_acl(NULL, true): 22004" \
@@ -192,6 +197,12 @@ owner_sql -d idem_nocron -c "DROP ROLE acl_gone" >/dev/null
 check "a restricted role dropped since changes nothing" "$(alice_claim a4 orders)" "new"
 owner_sql -d idem_nocron -c "SELECT idem_gate.set_workflow_acl('acl_team', false)" >/dev/null
 check "set_workflow_acl('acl_team', false) lifts it" "$(alice_claim a5 billing)" "new"
+# a session may restrict itself, in any spelling PostgreSQL reads as on
+for v in ON True yes 1; do
+	check "a session that sets idem_gate.workflow_acl = '$v' restricts itself" \
+		"$(psql -X -q -At -U acl_alice -d idem_nocron -v VERBOSITY=sqlstate -c "SET idem_gate.workflow_acl = '$v'" \
+			-c "SELECT idem_claim('a6', 'billing')" 2>&1 | sed -E 's/^(psql:.*:[0-9]+: )?ERROR: +//')" "42501"
+done
 # idem_key_forms() takes the personal value a keyed key is made from: as in
 # the C edition, a too-long one stays out of the message, which a claim's
 # key does not
@@ -219,6 +230,7 @@ st_before=$(st_rows)
 st_fail="SELECT idem_fail('st_f', 'st_wf', NULL, 'x', true)"
 st_pay="SELECT outcome FROM idem_claim_ex('st_p', 'st_wf', NULL, NULL, NULL, '{\"a\": 1}')"
 st_jan="SELECT deleted_completed FROM idem_gate.janitor_run()"
+st_new="SELECT idem_claim('st_n', 'st_wf')"
 while IFS='|' read -r setting value call message; do
 	out=$(psql -X -q -At -U idem_owner -d idem_nocron -v VERBOSITY=verbose \
 		-c "SET $setting = '$value'" -c "$call" 2>&1 >/dev/null)
@@ -236,9 +248,12 @@ idem_gate.max_payload_bytes|2 XB|$st_pay|invalid value for parameter "idem_gate.
 idem_gate.retention|0|$st_jan|0 is outside the valid range for parameter "idem_gate.retention" (1 .. 2147483647)
 idem_gate.retention|30 days|$st_jan|invalid value for parameter "idem_gate.retention": "30 days"
 idem_gate.stuck_action|delete|$st_jan|invalid value for parameter "idem_gate.stuck_action": "delete"
+idem_gate.max_key_length|0|$st_new|0 is outside the valid range for parameter "idem_gate.max_key_length" (1 .. 1000)
+idem_gate.max_key_length|5000|$st_new|5000 is outside the valid range for parameter "idem_gate.max_key_length" (1 .. 1000)
+idem_gate.max_key_length|long|$st_new|invalid value for parameter "idem_gate.max_key_length": "long"
 EOF
 check "with the settings mended, the same calls go through" \
-	"$(owner_sql -d idem_nocron -c "$st_fail" -c "$st_pay" -c "$st_jan")" "$(printf 'failed_retryable\nnew\n1')"
+	"$(owner_sql -d idem_nocron -c "$st_fail" -c "$st_pay" -c "$st_jan" -c "$st_new")" "$(printf 'failed_retryable\nnew\n1\nnew')"
 cron_version=$(su_sql -d idem_managed -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_cron'")
 case "$cron_version" in 1.[0-4]*) every='* * * * *' wait=75 ;; *) every='2 seconds' wait=20 ;; esac
 owner_sql -d idem_managed -c "INSERT INTO idem_gate.policies (workflow, stuck_after) VALUES ('cron_wf', '1 second')" \
