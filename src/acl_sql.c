@@ -112,19 +112,17 @@ acl_write(FunctionCallInfo fcinfo, bool grant)
 	Oid			save_userid;
 	int			save_sec_context;
 	int			guc_level = 0;
-	const IgTableShape *shape;
+	const char *what;
 	bool		done;
 
 	PreventCommandIfReadOnly(grant ? "idem_gate.grant_workflow()" : "idem_gate.revoke_workflow()");
 	ig_call_act_as_owner(fcinfo, &save_userid, &save_sec_context);
 	ig_acl_check_administer(caller, GetUserId(), pattern, grant ? "grant" : "revoke");
-	shape = ig_shape_table(IG_TABLE_WORKFLOW_ACL);
 	ig_call_refuse_rules(IG_TABLE_WORKFLOW_ACL);
-	if (shape->write_code != NULL ||
-		(shape->policy_code != NULL && ig_shape_rls_applies(IG_TABLE_WORKFLOW_ACL)))
+	what = ig_call_attached_code(IG_TABLE_WORKFLOW_ACL, true);
+	if (what != NULL)
 	{
-		ig_call_guard_user_code(NULL, IG_TABLE_WORKFLOW_ACL,
-								shape->write_code ? shape->write_code : shape->policy_code);
+		ig_call_guard_user_code(NULL, IG_TABLE_WORKFLOW_ACL, what);
 		guc_level = ig_call_pin_search_path();
 	}
 

@@ -321,15 +321,33 @@ ig_call_refuse_rules(IgTable table)
 void
 ig_call_guard_table(IgCall *call, IgTable table, bool write)
 {
-	const IgTableShape *s = ig_shape_table(table);
-	const char *what = write ? s->write_code : NULL;
+	const char *what;
 
 	if (write)
 		ig_call_refuse_rules(table);
-	if (what == NULL && s->policy_code != NULL && ig_shape_rls_applies(table))
-		what = s->policy_code;
+	what = ig_call_attached_code(table, write);
 	if (what != NULL)
 		ig_call_guard_user_code(call, table, what);
+}
+
+/*
+ * The code somebody attached that a read (write = false) or write of a
+ * table runs, as a description, or NULL: what a write runs, else the
+ * policies where row security applies to the acting role.  A copy: the
+ * table's shape is decided again, its strings freed, after any catalog
+ * access that saw it change (under debug_discard_caches, after every
+ * one), and asking whether row security applies is one.  A pointer into
+ * the shape read before that question would point into freed memory.
+ */
+char *
+ig_call_attached_code(IgTable table, bool write)
+{
+	const char *what = write ? ig_shape_table(table)->write_code : NULL;
+
+	if (what == NULL && ig_shape_table(table)->policy_code != NULL &&
+		ig_shape_rls_applies(table))
+		what = ig_shape_table(table)->policy_code;
+	return what != NULL ? pstrdup(what) : NULL;
 }
 
 /*

@@ -48,6 +48,7 @@ extern int	ig_call_pin_search_path(void);
 extern void ig_call_guard_user_code(IgCall *call, IgTable table,
 									const char *what);
 extern void ig_call_guard_table(IgCall *call, IgTable table, bool write);
+extern char *ig_call_attached_code(IgTable table, bool write);
 extern void ig_call_refuse_rules(IgTable table);
 
 /* arguments */

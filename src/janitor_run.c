@@ -32,27 +32,25 @@ janitor_guard(void)
 		IG_TABLE_CLAIMS, IG_TABLE_AUDIT, IG_TABLE_WATERMARKS
 	};
 	bool		code = false;
+	const char *policies;
 
 	ig_store_refuse();
 	for (int i = 0; i < lengthof(written); i++)
 	{
-		const IgTableShape *s = ig_shape_table(written[i]);
-		const char *what = s->write_code;
+		const char *what;
 
 		ig_call_refuse_rules(written[i]);
-		if (what == NULL && s->policy_code != NULL && ig_shape_rls_applies(written[i]))
-			what = s->policy_code;
+		what = ig_call_attached_code(written[i], true);
 		if (what != NULL)
 		{
 			ig_call_guard_user_code(NULL, written[i], what);
 			code = true;
 		}
 	}
-	if (ig_shape_table(IG_TABLE_POLICIES)->policy_code != NULL &&
-		ig_shape_rls_applies(IG_TABLE_POLICIES))
+	policies = ig_call_attached_code(IG_TABLE_POLICIES, false);
+	if (policies != NULL)
 	{
-		ig_call_guard_user_code(NULL, IG_TABLE_POLICIES,
-								ig_shape_table(IG_TABLE_POLICIES)->policy_code);
+		ig_call_guard_user_code(NULL, IG_TABLE_POLICIES, policies);
 		code = true;
 	}
 	return code ? ig_call_pin_search_path() : 0;
