@@ -35,6 +35,10 @@
 # --valgrind run (either empty: that suite is skipped), for a run after a
 # change that those files test.
 #
+# In the long modes the server may dump core: a process ended by a signal
+# leaves a core file in the data directory, and the end prints its
+# backtrace (gdb), with the log's findings.
+#
 # Ends with "N findings" and exits non-zero on a finding or a failed test.
 # The temporary directory (cluster, logs, diffs) is kept and named.  Needs
 # root, like scripts/quick.sh; builds the server first if it is missing.
@@ -208,7 +212,9 @@ if [ "$MODE" = --valgrind ]; then
 		sleep 1
 	done
 else
-	as_pg "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 600 start >/dev/null
+	# core files allowed: a process ended by a signal leaves one in the data
+	# directory (a core_pattern of "core"), whose backtrace the end prints
+	as_pg bash -c "ulimit -c unlimited; exec '$BIN/pg_ctl' -D '$DATA' -l '$LOG' -w -t 600 start" >/dev/null
 fi
 "$BIN/pg_isready" -q -h "$WORK" -p 5432 || { cat "$LOG"; echo "the server did not start"; exit 1; }
 start=$(date +%s)
@@ -293,5 +299,12 @@ fi
 found=$FINDINGS
 scan "$LOG"
 FINDINGS=$((FINDINGS + found))
+# the backtrace of each process that left a core file (with a core_pattern
+# that pipes cores elsewhere, such as systemd-coredump's, there are none
+# here: coredumpctl has them)
+for core in $(find "$DATA" -maxdepth 1 -name 'core*' -type f 2>/dev/null); do
+	echo "== backtrace of $core"
+	gdb -q -batch -ex 'bt 40' "$BIN/postgres" "$core" 2>/dev/null | grep -E '^#' | sed 's/^/  /' | head -40
+done
 echo "$FINDINGS findings"
 [ "$rc" -eq 0 ] && [ "$FINDINGS" -eq 0 ]
