@@ -28,14 +28,13 @@ Ends with "N passed, N failed" (calls that agreed, calls that did not).
 """
 import argparse
 import datetime
+import json
 import os
 import random
 import re
 import subprocess
 import sys
 import time
-
-import json
 
 import psycopg2
 import psycopg2.extras
@@ -79,8 +78,8 @@ def json_depth(text):
 
 def loads(text):
     """A json or jsonb answer, decoded; one nested deeper than Python's
-    recursion allows (the pools hold arrays 1,000 to 50,000 deep, which a
-    stored receipt can give back) is compared as its text."""
+    recursion allows (the pools hold arrays 1,000 to 50,000 deep, which an
+    answer can give back) is compared as its text."""
     return text if json_depth(text) > 200 else json.loads(text)
 
 
