@@ -417,30 +417,29 @@ rule_name(Oid ruleid)
 /*
  * Find what code a table runs: on its writes (triggers, rules, CHECKs,
  * defaults, column types, indexes) and, where row security applies, in
- * its policies.
+ * its policies.  The triggers are walked in a copy: an invalidation taken
+ * in by a catalog read below rebuilds rel's list and frees the old one.
  */
 static void
 table_find_code(Relation rel, IgTableShape *s)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
+	TriggerDesc *trigdesc = CopyTriggerDesc(rel->trigdesc);
+	Oid			ours = get_extension_oid("idem_gate", true);
 	List	   *indexes;
 	ListCell   *lc;
 
-	if (rel->trigdesc != NULL)
+	for (int i = 0; trigdesc != NULL && i < trigdesc->numtriggers; i++)
 	{
-		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
-		{
-			Trigger    *tg = &rel->trigdesc->triggers[i];
+		Trigger    *tg = &trigdesc->triggers[i];
 
-			if (tg->tgenabled == TRIGGER_DISABLED)
-				continue;
-			if (!(TRIGGER_FOR_INSERT(tg->tgtype) || TRIGGER_FOR_UPDATE(tg->tgtype) ||
-				  TRIGGER_FOR_DELETE(tg->tgtype)))
-				continue;		/* TRUNCATE only: the gate never truncates */
-			if (getExtensionOfObject(ProcedureRelationId, tg->tgfoid) !=
-				get_extension_oid("idem_gate", true))
-				IG_FOUND(write_code, "trigger \"%s\"", tg->tgname);
-		}
+		if (tg->tgenabled == TRIGGER_DISABLED)
+			continue;
+		if (!(TRIGGER_FOR_INSERT(tg->tgtype) || TRIGGER_FOR_UPDATE(tg->tgtype) ||
+			  TRIGGER_FOR_DELETE(tg->tgtype)))
+			continue;			/* TRUNCATE only: the gate never truncates */
+		if (getExtensionOfObject(ProcedureRelationId, tg->tgfoid) != ours)
+			IG_FOUND(write_code, "trigger \"%s\"", tg->tgname);
 	}
 	if (rel->rd_rules != NULL)
 	{
