@@ -227,6 +227,12 @@ SELECT n, octet_length(k) AS key_bytes, idem_key('k_kat', k) = 'kat' || n || ':'
 SELECT idem_claim(k, 'k_kat', NULL) FROM k_kat WHERE n = 128 ORDER BY k;
 SELECT count(*) AS stored_as_known FROM idem_gate.claims c JOIN k_kat t ON c.key = 'kat128:' || t.mac
   WHERE c.workflow = 'k_kat';
+-- hex digits in capitals read as small letters: from another secret to
+-- kat128 written in capitals (every digit and letter in it), its answers
+SELECT k_secrets(ARRAY['s2 ' || repeat('b2', 40)]);
+SELECT k_secrets(ARRAY['kat128 ' || upper(k_hex(128))]);
+SELECT n, octet_length(k) AS key_bytes, idem_key('k_kat', k) = 'kat' || n || ':' || mac AS known_answer
+  FROM k_kat WHERE n = 128 ORDER BY 2;
 DROP TABLE k_kat;
 DROP FUNCTION k_hex(int);
 SELECT k_secrets(ARRAY['s2 ' || repeat('b2', 40)]);
