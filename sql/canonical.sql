@@ -93,8 +93,8 @@ SELECT idem_hash('{"a/b":{"m~n":5},"":7,"x/y":8}'::jsonb, ARRAY['/a~1b/m~0n', '/
        idem_hash('{"/a~1b/m~0n":5,"/":7,"x/y":8}'::jsonb) AS pointer_escapes;
 -- array indexes in a pointer (RFC 6901): "0", or digits without a leading
 -- zero, inside the array; any other token finds no element.  Generated:
--- every token of one or two printable ASCII characters ("/" and "~"
--- aside), and longer ones up to and past 9 digits and 2^32, against
+-- the empty token, every token of one or two printable ASCII characters
+-- ("/" and "~" aside), and longer ones up to and past 9 digits and 2^32, against
 -- [10, 20, 30], compared with that rule: none found that the rule does not
 -- find, none missed, and each found one the element the rule names
 CREATE FUNCTION pg_temp.pointer_index(tok text) RETURNS int LANGUAGE plpgsql AS $$
@@ -117,7 +117,7 @@ WITH chars AS (
 tokens AS (
 	SELECT ch AS tok FROM chars
 	UNION ALL SELECT a.ch || b.ch FROM chars a, chars b
-	UNION ALL SELECT unnest(ARRAY['000', '001', '010', '100', '0000000001', '999999999',
+	UNION ALL SELECT unnest(ARRAY['', '000', '001', '010', '100', '0000000001', '999999999',
 		'1000000000', '4294967296', '4294967297', '4294967298', '18446744073709551616', '2 ', ' 2', '+2', '2.0', '2e0'])),
 judged AS (
 	SELECT tok, pg_temp.pointer_index(tok) AS found,
