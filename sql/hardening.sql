@@ -134,6 +134,20 @@ CREATE TEMP TABLE h_dummy4 (x int);
 SELECT h_try($$SELECT outcome FROM idem_claim_ex('h_policy', 'orders')$$);
 ROLLBACK;
 DROP FUNCTION public.h_orders_only(text);
+-- a column of a type that is neither PostgreSQL's nor idem_gate's (here a
+-- domain whose CHECK calls a function of the DBA's) runs code on every
+-- write: refused to a session with temporary objects, as a trigger is
+CREATE FUNCTION public.h_short(v text) RETURNS boolean
+	LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN RETURN length(v) < 100; END $$;
+CREATE DOMAIN public.h_note AS text CHECK (public.h_short(VALUE));
+BEGIN;
+ALTER TABLE idem_gate.claims ADD COLUMN h_note public.h_note;
+SET LOCAL ROLE regress_h_client;
+CREATE TEMP TABLE h_dummy5 (x int);
+SELECT h_try($$SELECT outcome FROM idem_claim_ex('h_domain', 'orders')$$);
+ROLLBACK;
+DROP DOMAIN public.h_note;
+DROP FUNCTION public.h_short(text);
 DROP OWNED BY regress_h_owner;
 DROP ROLE regress_h_owner;
 \c
