@@ -75,6 +75,16 @@ SET ROLE regress_acl_member;
 SELECT w, idem_claim('a3', w) FROM unnest(ARRAY['billing_eu', 'ship_eu', 'crm']) w;
 SELECT idem_claim('a3', 'orders_eu');
 RESET ROLE;
+-- leaving the group takes its grants away at the next call, in the same
+-- session; joining it again gives them back
+REVOKE regress_acl_team FROM regress_acl_member;
+SET ROLE regress_acl_member;
+SELECT idem_claim('a3', 'crm');
+RESET ROLE;
+GRANT regress_acl_team TO regress_acl_member;
+SET ROLE regress_acl_member;
+SELECT idem_claim('a3', 'crm');
+RESET ROLE;
 SELECT idem_gate.revoke_workflow('regress_acl_member', p) FROM unnest(ARRAY['billing_%', 'ship_%']) p;
 SELECT idem_gate.revoke_workflow('regress_acl_team', 'crm');
 DELETE FROM idem_gate.claims WHERE key = 'a3';
