@@ -242,6 +242,21 @@ UPDATE idem_gate.policies SET keyed = false WHERE workflow = 'k_a';
 SELECT idem_key('k_a', 'r1') AS plain_again;
 UPDATE idem_gate.policies SET keyed = true WHERE workflow = 'k_a';
 SELECT idem_key('k_a', 'r1') LIKE 's2:%' AS keyed_again;
+-- "already decided" finds an operator's decision on a keyed claim through
+-- the key's stored forms, and names who (the time masked)
+SELECT outcome FROM idem_claim_ex('d1', 'k_a');
+SELECT idem_fail('d1', 'k_a', (SELECT token FROM idem_status('d1', 'k_a')), 'ambiguous', false);
+SELECT idem_resolve('d1', 'k_a', 'completed', '{"ok": true}', 'charge found', 'alice');
+DO $$
+DECLARE
+	det text;
+BEGIN
+	PERFORM idem_resolve('d1', 'k_a', 'retry', NULL, 'late', 'bob');
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS det = PG_EXCEPTION_DETAIL;
+	RAISE NOTICE '%: %', SQLSTATE, regexp_replace(det,
+		'\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?[+-]\d\d', 'TIME', 'g');
+END $$;
 -- a call that fails while the keyed workflows are read (here past
 -- lock_timeout, for a lock that a prepared transaction holds) leaves
 -- none of them half read: in a new session, the next claim of a claimed
