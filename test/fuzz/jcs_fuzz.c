@@ -385,6 +385,7 @@ replay_file(const char *path)
 {
 	FILE	   *f = fopen(path, "rb");
 	static uint8_t buf[1 << 22];
+	uint8_t    *input;
 	size_t		n;
 
 	if (f == NULL)
@@ -394,13 +395,25 @@ replay_file(const char *path)
 	}
 	n = fread(buf, 1, sizeof(buf), f);
 	fclose(f);
+	/*
+	 * an input of exactly its own size, as libFuzzer hands it over, so that
+	 * AddressSanitizer sees a read one byte past its end
+	 */
+	input = malloc(n > 0 ? n : 1);
+	if (input == NULL)
+	{
+		perror(path);
+		exit(2);
+	}
+	memcpy(input, buf, n);
 	if (sigsetjmp(replay_next, 0) == 0)
-		LLVMFuzzerTestOneInput(buf, n);
+		LLVMFuzzerTestOneInput(input, n);
 	else
 	{
 		fprintf(stderr, "  in %s\n", path);
 		rt_reset();
 	}
+	free(input);
 }
 
 /* Replay a file, or every file of a directory, in name order. */
