@@ -25,7 +25,9 @@
 #   - apt-get source into $IDEM_PGBUILD_CACHE/pgsrc/MAJOR (Debian's patches
 #     applied, except the one that hard-codes /usr/lib/postgresql/MAJOR as
 #     the library directory: that one is taken out again, so nothing is ever
-#     installed into the host's PostgreSQL);
+#     installed into the host's PostgreSQL); where the mirror's pool does
+#     not serve the version its index lists, an earlier point release from
+#     the pool, its .dsc checked against debian-keyring (fetch_pool_earlier);
 #   - installs the build dependencies from Debian 12's own binary packages,
 #     by name (never build-dep against trixie or forky);
 #   - configure with --enable-cassert --enable-debug --enable-tap-tests,
@@ -211,7 +213,8 @@ ensure_sources() {
 # 15, 17 and 18, to build assert-enabled servers.  Source indexes only:
 # no binary package of these suites is installable from here.
 $text"
-		[ "$(cat "$APT_SOURCES" 2>/dev/null)" = "$text" ] || {
+		# (both sides without their last newline, as $(...) leaves them)
+		[ "$(cat "$APT_SOURCES" 2>/dev/null)" = "$(printf '%s' "$text")" ] || {
 			printf '%s' "$text" >"$APT_SOURCES"
 			say "wrote $APT_SOURCES"
 		}
@@ -246,6 +249,49 @@ apt_update() {
 
 # --- source ------------------------------------------------------------------
 
+# fetch_pool_earlier DIR: the source of an earlier point release of PKG,
+# for when the mirror's index names a version whose files its pool does not
+# serve (trixie's postgresql-17 17.12-0+deb13u1: its .dsc and tarballs
+# answer 404, while 17.9 to 17.11 are there).  Tries the index's Debian
+# revision on each of the four upstream minors below the indexed one,
+# newest first.  The index's hashes cannot vouch for a version it does not
+# list, so the .dsc must carry a good signature of a Debian developer
+# (debian-keyring, a Debian 12 package, installed for it), and dpkg-source
+# checks the tarballs against the .dsc.  Sets POOL_VERSION and
+# POOL_INDEXED.
+fetch_pool_earlier() {
+	local dir=$1 indexed pooldir upstream rev minor m v dsc f
+	indexed=$(apt-cache showsrc "$PKG" 2>/dev/null | sed -n 's/^Version: //p' | sort -V | tail -1)
+	pooldir=$(apt-cache showsrc "$PKG" 2>/dev/null | sed -n 's/^Directory: //p' | head -1)
+	[ -n "$indexed" ] && [ -n "$pooldir" ] || return 1
+	upstream=${indexed%%-*}
+	rev=${indexed#*-}
+	minor=${upstream#"$MAJOR".}
+	case "$minor" in '' | *[!0-9]*) return 1 ;; esac
+	DEPS+=(debian-keyring curl)
+	ensure_deps
+	for ((m = minor - 1; m >= 1 && m >= minor - 4; m--)); do
+		v=$MAJOR.$m-$rev
+		dsc=${PKG}_$v.dsc
+		curl -fsS -m 60 -o "$dir/$dsc" "$MIRROR/$pooldir/$dsc" 2>>"$LOG.source.log" || continue
+		if ! gpgv --keyring /usr/share/keyrings/debian-keyring.gpg "$dir/$dsc" \
+			>>"$LOG.source.log" 2>&1; then
+			die "$MIRROR/$pooldir/$dsc has no good signature of a Debian developer (log: $LOG.source.log)"
+		fi
+		while read -r f; do
+			curl -fsS -m 600 -o "$dir/$f" "$MIRROR/$pooldir/$f" 2>>"$LOG.source.log" ||
+				die "$MIRROR/$pooldir/$f did not download (log: $LOG.source.log)"
+		done < <(awk '/^Files:/ { on = 1; next } /^[^ ]/ { on = 0 } on && NF == 3 { print $3 }' "$dir/$dsc")
+		(cd "$dir" && dpkg-source -x "$dsc") >>"$LOG.source.log" 2>&1 ||
+			die "dpkg-source -x $dsc failed (log: $LOG.source.log)"
+		say "the pool does not serve $PKG $indexed, which the index lists; took $v, signed by $(gpgv --keyring /usr/share/keyrings/debian-keyring.gpg "$dir/$dsc" 2>&1 | sed -n 's/.*Good signature from "\(.*\)".*/\1/p' | head -1)"
+		POOL_VERSION=$v
+		POOL_INDEXED=$indexed
+		return 0
+	done
+	return 1
+}
+
 # fetch_source: apt-get source PKG from the newest suite that has it and
 # whose files download, into a scratch directory moved into place at the end
 fetch_source() {
@@ -261,6 +307,10 @@ fetch_source() {
 		rm -rf "${tmp:?}"/*
 	done
 	dir=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d -name "$PKG-*" | head -1)
+	if [ -z "$dir" ] && fetch_pool_earlier "$tmp"; then
+		s="pool: $POOL_VERSION, earlier than the index's $POOL_INDEXED"
+		dir=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d -name "$PKG-*" | head -1)
+	fi
 	[ -n "$dir" ] || { tail -20 "$LOG.source.log" >&2; rm -rf "$tmp"
 		die "apt-get source $PKG failed in every suite (${SUITES[*]}; log: $LOG.source.log)"; }
 	v=$(sed -n 's/^Version: //p' "$tmp"/*.dsc | head -1)
