@@ -191,10 +191,12 @@ RESET ROLE;
 SET idem_gate.max_key_length = 1000;
 SELECT outcome FROM idem_claim_ex(repeat(E'\n', 1000), repeat(E'\x01', 1000));
 SELECT outcome FROM idem_claim_ex('h_stuck_2', 'h_stuck');
-UPDATE idem_gate.claims SET created_at = created_at - interval '1 hour',
-	claimed_at = claimed_at - interval '1 hour', updated_at = updated_at - interval '1 hour'
+-- two days old, against a day: the file's other claims, however slowly it
+-- runs (ten minutes under debug_discard_caches), are not stuck
+UPDATE idem_gate.claims SET created_at = created_at - interval '2 days',
+	claimed_at = claimed_at - interval '2 days', updated_at = updated_at - interval '2 days'
  WHERE workflow IN (repeat(E'\x01', 1000), 'h_stuck');
-SET idem_gate.stuck_after = '10min';
+SET idem_gate.stuck_after = '1d';
 SET client_min_messages = error;
 SELECT alerts FROM idem_gate.janitor_run();
 SELECT alerts FROM idem_gate.janitor_run();
@@ -238,14 +240,20 @@ SELECT h_try($$INSERT INTO idem_gate.policies (workflow, retention) VALUES ('h_p
 -- 7. claim times are the time of the write
 ------------------------------------------------------------------------
 BEGIN;
-SELECT pg_sleep(0.2);
-SELECT claimed_at > now() + interval '0.15 seconds' AS claimed_late FROM idem_claim_ex('h_late', 'wf');
-SELECT pg_sleep(0.2);
+SELECT now() AS h_late_began \gset
+SELECT pg_sleep(0.5);
+SELECT claimed_at > now() + interval '0.4 seconds' AS claimed_late FROM idem_claim_ex('h_late', 'wf');
+SELECT pg_sleep(0.5);
 SELECT idem_heartbeat('h_late', 'wf', (SELECT token FROM idem_status('h_late', 'wf')));
-SELECT updated_at > now() + interval '0.35 seconds' AS heartbeat_moved FROM idem_status('h_late', 'wf');
+SELECT updated_at > now() + interval '0.9 seconds' AS heartbeat_moved FROM idem_status('h_late', 'wf');
 COMMIT;
--- a claim made late in a transaction is not already stale when it commits
-SELECT outcome FROM idem_claim_ex('h_late', 'wf', '0.3 seconds');
+-- a claim made late in a transaction is not already stale when it commits:
+-- stale after the time since that transaction began, less 0.2 seconds, it
+-- is in flight when its age counts from the heartbeat (a second after the
+-- start), and stale when it counts from the start, however slowly the
+-- server runs
+SELECT outcome FROM idem_claim_ex('h_late', 'wf',
+	clock_timestamp() - :'h_late_began'::timestamptz - interval '0.2 seconds');
 
 ------------------------------------------------------------------------
 -- 8. CREATE EXTENSION refuses planted overloads
