@@ -278,6 +278,10 @@ fetch_pool_earlier() {
 			>>"$LOG.source.log" 2>&1; then
 			die "$MIRROR/$pooldir/$dsc has no good signature of a Debian developer (log: $LOG.source.log)"
 		fi
+		# a signed .dsc of another version (an older one served in its place)
+		# is refused too
+		[ "$(sed -n 's/^Version: //p' "$dir/$dsc" | head -1)" = "$v" ] ||
+			die "$MIRROR/$pooldir/$dsc is signed but is not version $v"
 		while read -r f; do
 			curl -fsS -m 600 -o "$dir/$f" "$MIRROR/$pooldir/$f" 2>>"$LOG.source.log" ||
 				die "$MIRROR/$pooldir/$f did not download (log: $LOG.source.log)"
