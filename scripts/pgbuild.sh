@@ -260,9 +260,11 @@ apt_update() {
 # checks the tarballs against the .dsc.  Sets POOL_VERSION and
 # POOL_INDEXED.
 fetch_pool_earlier() {
-	local dir=$1 indexed pooldir upstream rev minor m v dsc f
-	indexed=$(apt-cache showsrc "$PKG" 2>/dev/null | sed -n 's/^Version: //p' | sort -V | tail -1)
-	pooldir=$(apt-cache showsrc "$PKG" 2>/dev/null | sed -n 's/^Directory: //p' | head -1)
+	local dir=$1 showsrc indexed pooldir upstream rev minor m v dsc f checked
+	local keyring=/usr/share/keyrings/debian-keyring.gpg
+	showsrc=$(apt-cache showsrc "$PKG" 2>/dev/null) || return 1
+	indexed=$(sed -n 's/^Version: //p' <<<"$showsrc" | sort -V | tail -1)
+	pooldir=$(sed -n 's/^Directory: //p' <<<"$showsrc" | head -1)
 	[ -n "$indexed" ] && [ -n "$pooldir" ] || return 1
 	upstream=${indexed%%-*}
 	rev=${indexed#*-}
@@ -274,10 +276,11 @@ fetch_pool_earlier() {
 		v=$MAJOR.$m-$rev
 		dsc=${PKG}_$v.dsc
 		curl -fsS -m 60 -o "$dir/$dsc" "$MIRROR/$pooldir/$dsc" 2>>"$LOG.source.log" || continue
-		if ! gpgv --keyring /usr/share/keyrings/debian-keyring.gpg "$dir/$dsc" \
-			>>"$LOG.source.log" 2>&1; then
+		checked=$(gpgv --keyring "$keyring" "$dir/$dsc" 2>&1) || {
+			echo "$checked" >>"$LOG.source.log"
 			die "$MIRROR/$pooldir/$dsc has no good signature of a Debian developer (log: $LOG.source.log)"
-		fi
+		}
+		echo "$checked" >>"$LOG.source.log"
 		# a signed .dsc of another version (an older one served in its place)
 		# is refused too
 		[ "$(sed -n 's/^Version: //p' "$dir/$dsc" | head -1)" = "$v" ] ||
@@ -288,7 +291,7 @@ fetch_pool_earlier() {
 		done < <(awk '/^Files:/ { on = 1; next } /^[^ ]/ { on = 0 } on && NF == 3 { print $3 }' "$dir/$dsc")
 		(cd "$dir" && dpkg-source -x "$dsc") >>"$LOG.source.log" 2>&1 ||
 			die "dpkg-source -x $dsc failed (log: $LOG.source.log)"
-		say "the pool does not serve $PKG $indexed, which the index lists; took $v, signed by $(gpgv --keyring /usr/share/keyrings/debian-keyring.gpg "$dir/$dsc" 2>&1 | sed -n 's/.*Good signature from "\(.*\)".*/\1/p' | head -1)"
+		say "the pool does not serve $PKG $indexed, which the index lists; took $v, signed by $(sed -n 's/.*Good signature from "\(.*\)".*/\1/p' <<<"$checked" | head -1)"
 		POOL_VERSION=$v
 		POOL_INDEXED=$indexed
 		return 0
