@@ -3064,6 +3064,7 @@ DECLARE
 	horizon pg_catalog.timestamptz;
 	n pg_catalog.int8;
 	s record;
+	attached pg_catalog.bool;
 BEGIN
 	PERFORM idem_gate.m_write_guard('idem_gate.janitor_run()');
 	IF idem_gate.m_setting('idem_gate.stuck_action', 'alert') OPERATOR(pg_catalog.<>) ALL (ARRAY['alert', 'review']) THEN
@@ -3217,6 +3218,39 @@ BEGIN
 		SELECT x.id FROM ONLY idem_gate.audit x WHERE x.at OPERATOR(pg_catalog.<) cutoff
 		   FOR UPDATE OF x SKIP LOCKED));
 	PERFORM pg_catalog.set_config('idem_gate.m_pruning', '', true);
+
+	/*
+	 * The grants of roles that no longer exist: DROP ROLE does not see
+	 * them, and the oid they name would go to a role created once the oid
+	 * counter has gone round.  Left alone, as in C, while anything the
+	 * DELETE would run is attached to the grants table: a rule, a trigger
+	 * of the DBA's, code a backend may hold parsed.
+	 */
+	IF EXISTS (SELECT 1 FROM ONLY idem_gate.workflow_acl a
+				WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
+								   WHERE r.oid OPERATOR(pg_catalog.=) a.role::pg_catalog.oid))
+	   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_rewrite r
+						WHERE r.ev_class OPERATOR(pg_catalog.=) 'idem_gate.workflow_acl'::pg_catalog.regclass)
+	   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
+						WHERE t.tgrelid OPERATOR(pg_catalog.=) 'idem_gate.workflow_acl'::pg_catalog.regclass
+						  AND NOT t.tgisinternal
+						  AND t.tgname OPERATOR(pg_catalog.<>) 'workflow_acl_changed') THEN
+		attached := false;
+		BEGIN
+			PERFORM idem_gate.m_refuse_cached_code(ARRAY['idem_gate.workflow_acl'::pg_catalog.regclass]);
+		EXCEPTION WHEN object_not_in_prerequisite_state THEN
+			attached := true;
+		END;
+		IF NOT attached THEN
+			DELETE FROM ONLY idem_gate.workflow_acl a WHERE a.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(
+				SELECT g.ctid FROM ONLY idem_gate.workflow_acl g
+				 WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
+									WHERE r.oid OPERATOR(pg_catalog.=) g.role::pg_catalog.oid)
+				   FOR UPDATE OF g SKIP LOCKED))
+			   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r
+								WHERE r.oid OPERATOR(pg_catalog.=) a.role::pg_catalog.oid);
+		END IF;
+	END IF;
 
 	deleted := deleted_completed OPERATOR(pg_catalog.+) deleted_failed;
 END

@@ -112,3 +112,31 @@ REVOKE ALL ON FUNCTION idem_claim(text, text, interval),
 REVOKE USAGE ON SCHEMA idem_gate FROM regress_acl_orders, regress_acl_member;
 DELETE FROM idem_gate.claims WHERE workflow IN ('crm', 'orders_eu', 'orders_us');
 DROP ROLE regress_acl_orders, regress_acl_member, regress_acl_team;
+
+-- DROP ROLE leaves a role's grants (a regrole records no dependency): the
+-- janitor's pass removes them, so that the oid they name cannot reach a
+-- role created later, and keeps the grants of roles that exist
+CREATE ROLE regress_acl_gone;
+CREATE ROLE regress_acl_stays;
+SELECT idem_gate.grant_workflow('regress_acl_gone', p) FROM unnest(ARRAY['gone_a%', 'gone_b']) p;
+SELECT idem_gate.grant_workflow('regress_acl_stays', 'stays_%');
+DROP ROLE regress_acl_gone;
+SELECT count(*) AS orphaned FROM idem_gate.workflow_acl w
+ WHERE NOT EXISTS (SELECT FROM pg_roles r WHERE r.oid = w.role);
+-- ... but not while a rule is attached to the grants table, which the
+-- pass's DELETE would run
+CREATE RULE regress_acl_rule AS ON DELETE TO idem_gate.workflow_acl DO ALSO NOTHING;
+SET client_min_messages = error;
+SELECT 1 AS pass FROM idem_gate.janitor_run();
+RESET client_min_messages;
+SELECT count(*) AS orphaned FROM idem_gate.workflow_acl w
+ WHERE NOT EXISTS (SELECT FROM pg_roles r WHERE r.oid = w.role);
+DROP RULE regress_acl_rule ON idem_gate.workflow_acl;
+SET client_min_messages = error;
+SELECT 1 AS pass FROM idem_gate.janitor_run();
+RESET client_min_messages;
+SELECT count(*) AS orphaned FROM idem_gate.workflow_acl w
+ WHERE NOT EXISTS (SELECT FROM pg_roles r WHERE r.oid = w.role);
+SELECT role, pattern FROM idem_gate.workflow_acl WHERE pattern LIKE 'stays%' OR pattern LIKE 'gone%';
+SELECT idem_gate.revoke_workflow('regress_acl_stays', 'stays_%');
+DROP ROLE regress_acl_stays;

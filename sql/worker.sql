@@ -69,11 +69,17 @@ BEGIN
 	END LOOP;
 END $$;
 
--- with a naptime of 1 s, the next background pass comes at once
+-- with a naptime of 1 s, the next background pass comes at once; it
+-- removes the grants a dropped role left, and says so in the log
+CREATE ROLE regress_wk_gone;
+SELECT idem_gate.grant_workflow('regress_wk_gone', 'wk_%') AS granted;
+DROP ROLE regress_wk_gone;
 SELECT janitor_passes AS passes FROM idem_gate.stats \gset
 ALTER SYSTEM SET idem_gate.naptime = 1;
 SELECT pg_reload_conf();
 SELECT wk_passed(:passes) AS background_pass;
+SELECT count(*) AS grants_left FROM idem_gate.workflow_acl WHERE pattern = 'wk_%';
+SELECT wk_log() ~ 'removed 1 workflow grant of a role that no longer exists' AS logged;
 SELECT last_pass_at BETWEEN now() - interval '1 minute' AND clock_timestamp() AS last_pass_at,
 	last_pass_ms >= 0 AS last_pass_ms
   FROM idem_gate.stats;

@@ -641,6 +641,33 @@ prune_step(Pass *pass, IgStep step)
 }
 
 /*
+ * The grants of dropped roles, as a step: once per pass in each database
+ * (on Citus, where each node keeps its own grants, on each node).  Left
+ * alone while anything is attached to the grants table, which the pass
+ * would run: the DBA who attached it removes them by hand.
+ */
+static uint64
+orphan_grants_step(Pass *pass, IgStep step)
+{
+	uint64		n = 0;
+	const IgTableShape *acl;
+
+	ig_janitor_sql_begin(&pass->db);
+	acl = ig_shape_table(IG_TABLE_WORKFLOW_ACL);
+	if (acl->rule == NULL && acl->cached_code == NULL &&
+		ig_call_attached_code(IG_TABLE_WORKFLOW_ACL, true) == NULL)
+		n = ig_janitor_sql_drop_orphan_grants(&pass->db);
+	ig_janitor_sql_end(&pass->db);
+	if (n > 0)
+		ereport(LOG,
+				(errmsg_plural("idem_gate janitor: removed " UINT64_FORMAT " workflow grant of a role that no longer exists",
+							   "idem_gate janitor: removed " UINT64_FORMAT " workflow grants of roles that no longer exist",
+							   n, n),
+				 errdetail("DROP ROLE leaves a role's rows in idem_gate.workflow_acl; removed, they cannot reach a role created later with the same oid.")));
+	return n;
+}
+
+/*
  * The steps of a pass over idem_gate.claims, or on Citus over one of the
  * shards this node holds.
  */
@@ -728,6 +755,8 @@ ig_janitor_pass(IgJanitorCounts *counts, bool own_transactions, Oid role)
 		pass_steps(&pass);
 	}
 	pass.db.shard = NULL;
+	if (pass.db.v11)
+		try_step(&pass, IG_STEP_STUCK, orphan_grants_step);
 	if (stuck_action == STUCK_REVIEW)
 		counts->escalated = counts->alerts;
 

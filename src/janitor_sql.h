@@ -108,5 +108,6 @@ extern void ig_janitor_sql_save_watermark(IgJanitorDb *db, const char *workflow,
 extern bool ig_janitor_sql_prepared_xacts(IgJanitorDb *db);
 extern uint64 ig_janitor_sql_prune_audit(IgJanitorDb *db, TimestampTz before,
 										 int limit);
+extern uint64 ig_janitor_sql_drop_orphan_grants(IgJanitorDb *db);
 
 #endif							/* IDEM_GATE_JANITOR_SQL_H */
