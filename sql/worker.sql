@@ -83,6 +83,33 @@ SELECT wk_log() ~ 'removed 1 workflow grant of a role that no longer exists' AS 
 SELECT last_pass_at BETWEEN now() - interval '1 minute' AND clock_timestamp() AS last_pass_at,
 	last_pass_ms >= 0 AS last_pass_ms
   FROM idem_gate.stats;
+-- a pass that fails (here a DBA's trigger refuses the janitor's delete)
+-- is an ERROR in the log with the trigger's words, never taken for a
+-- read-only server
+CREATE TABLE wk_log_start AS SELECT length(wk_log()) AS at;
+INSERT INTO idem_gate.claims (workflow, key, state, attempt, token, created_at, claimed_at,
+	updated_at, completed_at)
+SELECT 'wk_err', 'old', 'completed', 1, nextval('idem_gate.token_seq'), t, t, t, t
+  FROM (SELECT now() - interval '400 days' AS t) a;
+CREATE FUNCTION wk_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'wk_refuse: no deletes of workflow %', OLD.workflow;
+END $$;
+CREATE TRIGGER wk_refuse BEFORE DELETE ON idem_gate.claims
+	FOR EACH ROW WHEN (OLD.workflow = 'wk_err') EXECUTE FUNCTION wk_refuse();
+DO $$
+BEGIN
+	FOR i IN 1..1200 LOOP
+		EXIT WHEN substr(wk_log(), (SELECT at FROM wk_log_start) + 1) LIKE '%wk_refuse: no deletes of workflow wk_err%';
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+END $$;
+SELECT substr(wk_log(), (SELECT at FROM wk_log_start) + 1) ~ 'ERROR:  wk_refuse: no deletes of workflow wk_err' AS failed_pass_logged,
+	substr(wk_log(), (SELECT at FROM wk_log_start) + 1) ~ 'is read-only' AS taken_for_read_only;
+DROP TRIGGER wk_refuse ON idem_gate.claims;
+DROP FUNCTION wk_refuse();
+DELETE FROM idem_gate.claims WHERE workflow = 'wk_err';
+DROP TABLE wk_log_start;
 -- a list in idem_gate.database limits the janitor to those databases:
 -- with only postgres listed (which has no idem_gate), this one gets no pass
 -- even with a naptime of 1 s
