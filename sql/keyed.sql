@@ -45,6 +45,14 @@ SELECT k_try($$SELECT idem_claim(repeat('é', 300), 'plain', NULL)$$) LIKE '%é�
 \set VERBOSITY default
 COPY (SELECT 's1 ' || repeat('a1', 32)) TO PROGRAM 'umask 022 && cat > idem_gate_keyed_secrets';
 ALTER SYSTEM SET idem_gate.secret_file = 'idem_gate_keyed_secrets';
+-- at most 64 kB: a file of 65,536 bytes is taken, one of 65,537 refused
+COPY (SELECT unnest(ARRAY['s1 ' || repeat('a1', 32), '#' || repeat('x', 65466)]))
+	TO PROGRAM 'umask 077 && cat > idem_gate_keyed_big';
+ALTER SYSTEM SET idem_gate.secret_file = 'idem_gate_keyed_big';
+COPY (SELECT unnest(ARRAY['s1 ' || repeat('a1', 32), '#' || repeat('x', 65467)]))
+	TO PROGRAM 'umask 077 && cat > idem_gate_keyed_big';
+ALTER SYSTEM SET idem_gate.secret_file = 'idem_gate_keyed_big';
+COPY (SELECT 1) TO PROGRAM 'rm idem_gate_keyed_big';
 \set VERBOSITY terse
 -- the secrets: s1 current (a path relative to the data directory)
 SELECT k_secrets(ARRAY['# current first', 's1 ' || repeat('a1', 32)]);
