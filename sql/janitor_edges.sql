@@ -81,6 +81,17 @@ SELECT deleted_completed, deleted_failed, alerts, escalations, janitor_passes
   FROM idem_gate.stats;
 -- a second pass finds nothing
 SELECT * FROM idem_gate.janitor_run();
+-- with batch_size = 1 each batch resumes after its one claim, wherever
+-- the claims' times lie (before 2000-01-01, PostgreSQL's zero, too): one
+-- pass alerts all three
+TRUNCATE idem_gate.claims;
+SET idem_gate.batch_size = 1;
+SELECT je_row('old_' || i, 'je_one', 'processing', '30 years', now() - make_timestamptz(1997 + i, 6, 1, 0, 0, 0, 'UTC'))
+  FROM generate_series(1, 3) i;
+SET client_min_messages = error;
+SELECT alerts FROM idem_gate.janitor_run();
+RESET client_min_messages;
+SELECT count(*) FILTER (WHERE alerted_token = token) AS alerted FROM idem_gate.claims WHERE workflow = 'je_one';
 RESET idem_gate.batch_size;
 
 ------------------------------------------------------------------------
