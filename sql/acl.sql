@@ -25,7 +25,7 @@ GRANT EXECUTE ON FUNCTION idem_claim(text, text, interval),
 SELECT idem_gate.grant_workflow('regress_acl_orders', 'orders_%');
 SELECT idem_gate.grant_workflow('regress_acl_orders', 'orders_%');
 SELECT idem_gate.grant_workflow('regress_acl_team', 'crm');
-SELECT role, pattern FROM idem_gate.workflow_acl ORDER BY 1::text, 2;
+SELECT role, pattern FROM idem_gate.workflow_acl ORDER BY pattern, role::text;
 -- bad input: each an error, nothing changed
 SELECT idem_gate.grant_workflow(NULL, 'x');
 SELECT idem_gate.grant_workflow('regress_acl_orders', NULL);

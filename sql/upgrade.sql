@@ -60,7 +60,7 @@ SELECT * FROM idem_gate.policies;
 -- every GRANT kept, the 1.0 signature's included
 SELECT r.rolname, p.oid::regprocedure AS function
   FROM pg_proc p, aclexplode(p.proacl) a, pg_roles r
- WHERE r.oid = a.grantee AND r.rolname LIKE 'regress_up_%' ORDER BY 1, 2::text;
+ WHERE r.oid = a.grantee AND r.rolname LIKE 'regress_up_%' ORDER BY 1, p.oid::regprocedure::text;
 SELECT has_table_privilege('regress_up_ops', 'idem_gate.stats', 'SELECT') AS ops_reads_stats;
 SET ROLE regress_up_ops;
 SELECT available IS NOT NULL AS ops_stats_works FROM idem_gate.stats;
