@@ -650,11 +650,10 @@ static uint64
 orphan_grants_step(Pass *pass, IgStep step)
 {
 	uint64		n = 0;
-	const IgTableShape *acl;
 
 	ig_janitor_sql_begin(&pass->db);
-	acl = ig_shape_table(IG_TABLE_WORKFLOW_ACL);
-	if (acl->rule == NULL && acl->cached_code == NULL &&
+	/* a rule is write code too; cached code need not be (a partition key) */
+	if (ig_shape_table(IG_TABLE_WORKFLOW_ACL)->cached_code == NULL &&
 		ig_call_attached_code(IG_TABLE_WORKFLOW_ACL, true) == NULL)
 		n = ig_janitor_sql_drop_orphan_grants(&pass->db);
 	ig_janitor_sql_end(&pass->db);

@@ -200,10 +200,11 @@ static const char *const escalate_audit_sql =
  * gone round: the pass removes them, long before that.  A row another
  * transaction holds is left to the next pass.
  */
+#define IG_ROLE_GONE(grant) \
+	" NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r" \
+	"  WHERE r.oid OPERATOR(pg_catalog.=) " grant ".role::pg_catalog.oid)"
 #define IG_ORPHAN_GRANTS \
-	"SELECT g.ctid FROM ONLY idem_gate.workflow_acl g" \
-	" WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r" \
-	"  WHERE r.oid OPERATOR(pg_catalog.=) g.role::pg_catalog.oid)"
+	"SELECT g.ctid FROM ONLY idem_gate.workflow_acl g WHERE" IG_ROLE_GONE("g")
 
 /*
  * Argument types of the batch statements: workflow, cursor time, cutoff,
@@ -295,8 +296,7 @@ plan_sql(StmtId id, bool v11, bool shard, int *nargs, Oid **argtypes)
 			return pstrdup("WITH del AS (DELETE FROM ONLY idem_gate.workflow_acl a"
 						   " WHERE a.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 						   IG_ORPHAN_GRANTS " FOR UPDATE OF g SKIP LOCKED))"
-						   " AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r"
-						   "  WHERE r.oid OPERATOR(pg_catalog.=) a.role::pg_catalog.oid)"
+						   " AND" IG_ROLE_GONE("a")
 						   " RETURNING 1) SELECT pg_catalog.count(*) FROM del");
 		default:
 			elog(ERROR, "unknown janitor statement %d", id);
